@@ -1,0 +1,14 @@
+/*
+ * gpuplan.h: the umbrella header.  Includes every stable public header.
+ */
+#ifndef GPUPLAN_H
+#define GPUPLAN_H
+
+#include "gpuplan/version.h"
+#include "gpuplan/common.h"
+#include "gpuplan/errors.h"
+#include "gpuplan/alloc.h"
+#include "gpuplan/ctx.h"
+#include "gpuplan/catalog.h"
+
+#endif /* GPUPLAN_H */

@@ -1,0 +1,588 @@
+/*
+#define _POSIX_C_SOURCE 200809L
+ * catalog.c: opening catalogs (embedded default, file, file layered over the
+ * default), schema migrations, the in-memory snapshot, and imports.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "catalog/catalog_int.h"
+#include "catalog/embedded.h"
+
+static int schema_latest(void) {
+  int n = 0;
+  while (gpuplan__catalog_schema[n].name) n++;
+  return n;
+}
+
+int gpuplan_catalog_schema_latest(void) { return schema_latest(); }
+
+/* Report a SQLite failure as GPUPLAN_ECATALOG (or ENOMEM) with its detail. */
+static int sqlerr(gpuplan_ctx *ctx, sqlite3 *db, int rc, const char *where,
+                  const char *what) {
+  int ext = db ? sqlite3_extended_errcode(db) : rc;
+  const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  if ((rc & 0xff) == SQLITE_NOMEM) return gpuplan__nomem(ctx);
+  gpuplan__error(ctx, GPUPLAN_ECATALOG, "catalog %s: %s: %s", where, what, msg);
+  gpuplan__error_detail(ctx, ext);
+  return GPUPLAN_ECATALOG;
+}
+
+static int exec(gpuplan_ctx *ctx, sqlite3 *db, const char *where,
+                const char *sql) {
+  int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+  if (rc != SQLITE_OK) return sqlerr(ctx, db, rc, where, "SQL failed");
+  return GPUPLAN_OK;
+}
+
+static int int_pragma(gpuplan_ctx *ctx, sqlite3 *db, const char *where,
+                      const char *sql, int *out) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    *out = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return GPUPLAN_OK;
+  }
+  rc = sqlerr(ctx, db, rc, where, "cannot read the database");
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Apply schema files from version `from` (exclusive) to the latest. */
+static int apply_schema(gpuplan_ctx *ctx, sqlite3 *db, const char *where,
+                        int from) {
+  int v;
+  for (v = from; gpuplan__catalog_schema[v].name; v++) {
+    int rc = sqlite3_exec(db, gpuplan__catalog_schema[v].text, NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+      char what[128];
+      snprintf(what, sizeof what, "migration %s failed",
+               gpuplan__catalog_schema[v].name);
+      return sqlerr(ctx, db, rc, where, what);
+    }
+  }
+  return GPUPLAN_OK;
+}
+
+static int open_memory(gpuplan_ctx *ctx, sqlite3 **out) {
+  int rc = sqlite3_open_v2(":memory:", out,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                               SQLITE_OPEN_NOMUTEX,
+                           NULL);
+  if (rc != SQLITE_OK) {
+    rc = sqlerr(ctx, *out, rc, "(default)", "cannot open an in-memory database");
+    sqlite3_close(*out);
+    *out = NULL;
+    return rc;
+  }
+  sqlite3_extended_result_codes(*out, 1);
+  return GPUPLAN_OK;
+}
+
+/* Build the embedded default catalog in a new in-memory database. */
+static int build_default(gpuplan_ctx *ctx, sqlite3 **out) {
+  sqlite3 *db = NULL;
+  int rc, i, bad = 0;
+  GPUPLAN_TRY(open_memory(ctx, &db));
+  rc = exec(ctx, db, "(default)", "PRAGMA foreign_keys=ON; BEGIN");
+  if (rc == GPUPLAN_OK) rc = apply_schema(ctx, db, "(default)", 0);
+  for (i = 0; rc == GPUPLAN_OK && gpuplan__catalog_data[i].name; i++)
+    rc = exec(ctx, db, gpuplan__catalog_data[i].name,
+              gpuplan__catalog_data[i].text);
+  if (rc == GPUPLAN_OK) rc = exec(ctx, db, "(default)", "COMMIT");
+  if (rc == GPUPLAN_OK) {
+    /* The embedded data must be referentially whole. */
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(db, "PRAGMA foreign_key_check", -1, &st, NULL);
+    if (src == SQLITE_OK) src = sqlite3_step(st);
+    if (src == SQLITE_ROW) bad = 1;
+    else if (src != SQLITE_DONE)
+      rc = sqlerr(ctx, db, src, "(default)", "foreign key check failed");
+    sqlite3_finalize(st);
+    if (bad)
+      rc = gpuplan__error(ctx, GPUPLAN_ECATALOG,
+                          "catalog (default): embedded data has dangling references");
+  }
+  if (rc != GPUPLAN_OK) {
+    sqlite3_close(db);
+    return rc;
+  }
+  *out = db;
+  return GPUPLAN_OK;
+}
+
+static void catalog_release(gpuplan_catalog *cat);
+
+static int catalog_alloc(gpuplan_ctx *ctx, const char *path,
+                         gpuplan_catalog **out) {
+  gpuplan_catalog *cat = gpuplan__calloc(ctx, 1, sizeof *cat);
+  if (!cat) return gpuplan__nomem(ctx);
+  cat->ctx = ctx;
+  cat->path = gpuplan__strdup(ctx, path);
+  if (!cat->path) {
+    gpuplan__free(ctx, cat);
+    return gpuplan__nomem(ctx);
+  }
+  gpuplan__ctx_ref(ctx);
+  *out = cat;
+  return GPUPLAN_OK;
+}
+
+/* --- snapshot ------------------------------------------------------------ */
+
+static void snapshot_free(gpuplan_ctx *ctx, gpuplan__snapshot *s) {
+  int k;
+  for (k = 0; k < GPUPLAN_KIND_COUNT; k++) {
+    gpuplan__free(ctx, s->t[k].recs);
+    gpuplan__free(ctx, s->t[k].keys);
+  }
+  gpuplan__arena_free(&s->arena);
+  memset(s, 0, sizeof *s);
+}
+
+/* SELECT for one table: the default rows under the user's when layered. */
+static int select_sql(gpuplan_catalog *cat, const gpuplan__kind_info *ki,
+                      gpuplan__buf *b) {
+  size_t i;
+  gpuplan__buf cols;
+  gpuplan__buf_init(&cols, cat->ctx);
+  for (i = 0; i < ki->nfields; i++)
+    gpuplan__buf_printf(&cols, "%s%s", i ? "," : "", ki->fields[i].name);
+  if (cols.failed) {
+    gpuplan__buf_dispose(&cols);
+    return gpuplan__nomem(cat->ctx);
+  }
+  if (cat->layered)
+    gpuplan__buf_printf(b,
+                        "SELECT %s FROM main.%s UNION ALL SELECT %s FROM base.%s "
+                        "WHERE id NOT IN (SELECT id FROM main.%s) ORDER BY 1",
+                        cols.ptr, ki->table, cols.ptr, ki->table, ki->table);
+  else
+    gpuplan__buf_printf(b, "SELECT %s FROM main.%s ORDER BY 1", cols.ptr,
+                        ki->table);
+  gpuplan__buf_dispose(&cols);
+  return b->failed ? gpuplan__nomem(cat->ctx) : GPUPLAN_OK;
+}
+
+static int read_column(gpuplan_catalog *cat, gpuplan__snapshot *s,
+                       const gpuplan__kind_info *ki, const gpuplan_field *f,
+                       sqlite3_stmt *st, int col, char *rec) {
+  void *p = rec + f->offset;
+  int null = sqlite3_column_type(st, col) == SQLITE_NULL;
+  switch (f->type) {
+  case GPUPLAN_FIELD_STRING: {
+    const char *txt = (const char *)sqlite3_column_text(st, col);
+    if (!txt) {
+      if (!null) return gpuplan__nomem(cat->ctx);
+      *(const char **)p = NULL;
+      return GPUPLAN_OK;
+    }
+    *(const char **)p = gpuplan__arena_strdup(&s->arena, txt);
+    if (!*(const char **)p) return gpuplan__nomem(cat->ctx);
+    return GPUPLAN_OK;
+  }
+  case GPUPLAN_FIELD_INT:
+  case GPUPLAN_FIELD_BOOL:
+  case GPUPLAN_FIELD_UINT: {
+    sqlite3_int64 v = sqlite3_column_int64(st, col);
+    if (!null && sqlite3_column_type(st, col) != SQLITE_INTEGER) {
+      double d = sqlite3_column_double(st, col);
+      if (d != floor(d) || d < -9.2e18 || d > 9.2e18)
+        return gpuplan__error(cat->ctx, GPUPLAN_ECATALOG,
+                              "catalog %s: %s '%s': field %s must be an integer",
+                              cat->path, ki->label,
+                              (const char *)sqlite3_column_text(st, 0), f->name);
+    }
+    if (f->type == GPUPLAN_FIELD_UINT) {
+      if (v < 0)
+        return gpuplan__error(cat->ctx, GPUPLAN_ECATALOG,
+                              "catalog %s: %s '%s': field %s must not be negative",
+                              cat->path, ki->label,
+                              (const char *)sqlite3_column_text(st, 0), f->name);
+      *(uint64_t *)p = (uint64_t)v;
+    } else if (f->type == GPUPLAN_FIELD_BOOL) {
+      *(int *)p = v != 0;
+    } else {
+      *(int64_t *)p = v;
+    }
+    return GPUPLAN_OK;
+  }
+  case GPUPLAN_FIELD_REAL:
+    *(double *)p = null ? NAN : sqlite3_column_double(st, col);
+    return GPUPLAN_OK;
+  }
+  return GPUPLAN_OK;
+}
+
+static int load_table(gpuplan_catalog *cat, gpuplan__snapshot *s,
+                      gpuplan_kind kind) {
+  const gpuplan__kind_info *ki = &gpuplan__kinds[kind];
+  gpuplan__table *t = &s->t[kind];
+  gpuplan__buf sql;
+  sqlite3_stmt *st = NULL;
+  size_t cap = 0;
+  int rc;
+
+  gpuplan__buf_init(&sql, cat->ctx);
+  rc = select_sql(cat, ki, &sql);
+  if (rc) {
+    gpuplan__buf_dispose(&sql);
+    return rc;
+  }
+  rc = sqlite3_prepare_v2(cat->db, sql.ptr, -1, &st, NULL);
+  gpuplan__buf_dispose(&sql);
+  if (rc != SQLITE_OK) {
+    char what[96];
+    snprintf(what, sizeof what, "cannot read table '%s'", ki->table);
+    return sqlerr(cat->ctx, cat->db, rc, cat->path, what);
+  }
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    char *rec;
+    size_t i;
+    if (t->n == cap) {
+      size_t ncap = cap ? cap * 2 : 16;
+      void *nr = gpuplan__realloc(cat->ctx, t->recs, ncap * ki->size);
+      if (!nr) {
+        sqlite3_finalize(st);
+        return gpuplan__nomem(cat->ctx);
+      }
+      t->recs = nr;
+      cap = ncap;
+    }
+    rec = (char *)t->recs + t->n * ki->size;
+    memset(rec, 0, ki->size);
+    for (i = 0; i < ki->nfields; i++) {
+      int r = read_column(cat, s, ki, &ki->fields[i], st, (int)i, rec);
+      if (r) {
+        sqlite3_finalize(st);
+        return r;
+      }
+    }
+    t->n++;
+  }
+  if (rc != SQLITE_DONE) {
+    char what[96];
+    snprintf(what, sizeof what, "cannot read table '%s'", ki->table);
+    rc = sqlerr(cat->ctx, cat->db, rc, cat->path, what);
+    sqlite3_finalize(st);
+    return rc;
+  }
+  sqlite3_finalize(st);
+  return GPUPLAN_OK;
+}
+
+/* Build a complete new snapshot; on failure *s is left empty. */
+static int load_snapshot(gpuplan_catalog *cat, gpuplan__snapshot *s) {
+  int k, rc = GPUPLAN_OK;
+  memset(s, 0, sizeof *s);
+  gpuplan__arena_init(&s->arena, cat->ctx);
+  for (k = 0; rc == GPUPLAN_OK && k < GPUPLAN_KIND_COUNT; k++)
+    rc = load_table(cat, s, (gpuplan_kind)k);
+  if (rc == GPUPLAN_OK) rc = gpuplan__catalog_index(cat, s);
+  if (rc != GPUPLAN_OK) snapshot_free(cat->ctx, s);
+  return rc;
+}
+
+/* --- opening ------------------------------------------------------------- */
+
+static int finish_open(gpuplan_catalog *cat, gpuplan_catalog **out) {
+  int rc = int_pragma(cat->ctx, cat->db, cat->path, "PRAGMA main.user_version",
+                      &cat->schema_version);
+  if (rc == GPUPLAN_OK) rc = load_snapshot(cat, &cat->snap);
+  if (rc != GPUPLAN_OK) {
+    catalog_release(cat);
+    return rc;
+  }
+  gpuplan__clear(cat->ctx);
+  *out = cat;
+  return GPUPLAN_OK;
+}
+
+int gpuplan_catalog_open_default(gpuplan_ctx *ctx, gpuplan_catalog **out) {
+  gpuplan_catalog *cat;
+  if (!out) return GPUPLAN_EMISUSE;
+  *out = NULL;
+  if (!ctx) return GPUPLAN_EMISUSE;
+  GPUPLAN_TRY(catalog_alloc(ctx, "(default)", &cat));
+  cat->is_default = 1;
+  cat->readonly = 1;
+  {
+    int rc = build_default(ctx, &cat->db);
+    if (rc != GPUPLAN_OK) {
+      catalog_release(cat);
+      return rc;
+    }
+  }
+  return finish_open(cat, out);
+}
+
+/* Copy the embedded default catalog into schema "base" of cat->db. */
+static int attach_default(gpuplan_catalog *cat) {
+  sqlite3 *def = NULL;
+  sqlite3_backup *bk;
+  int rc;
+  GPUPLAN_TRY(build_default(cat->ctx, &def));
+  rc = exec(cat->ctx, cat->db, cat->path, "ATTACH ':memory:' AS base");
+  if (rc != GPUPLAN_OK) {
+    sqlite3_close(def);
+    return rc;
+  }
+  bk = sqlite3_backup_init(cat->db, "base", def, "main");
+  if (!bk) {
+    rc = sqlerr(cat->ctx, cat->db, sqlite3_errcode(cat->db), cat->path,
+                "cannot layer the default catalog");
+    sqlite3_close(def);
+    return rc;
+  }
+  rc = sqlite3_backup_step(bk, -1);
+  sqlite3_backup_finish(bk);
+  sqlite3_close(def);
+  if (rc != SQLITE_DONE)
+    return sqlerr(cat->ctx, cat->db, rc, cat->path,
+                  "cannot layer the default catalog");
+  cat->layered = 1;
+  return GPUPLAN_OK;
+}
+
+/* Bring an opened file to the current schema, or refuse it. */
+static int check_schema(gpuplan_catalog *cat, unsigned flags) {
+  gpuplan_ctx *ctx = cat->ctx;
+  int version = 0, ntables = 0, latest = schema_latest(), rc;
+
+  GPUPLAN_TRY(int_pragma(ctx, cat->db, cat->path, "PRAGMA main.user_version",
+                         &version));
+  GPUPLAN_TRY(int_pragma(ctx, cat->db, cat->path,
+                         "SELECT count(*) FROM main.sqlite_master WHERE type='table'",
+                         &ntables));
+  if (version == 0 && ntables == 0) {
+    if (!(flags & GPUPLAN_CATALOG_CREATE) || cat->readonly)
+      return gpuplan__error(ctx, GPUPLAN_ECATALOG,
+                            "catalog %s: the file is empty, not a gpuplan catalog "
+                            "(open it with the create flag to initialise it)",
+                            cat->path);
+  } else if (version == 0) {
+    return gpuplan__error(ctx, GPUPLAN_ECATALOG,
+                          "catalog %s: not a gpuplan catalog (a SQLite database "
+                          "with %d table(s) but no gpuplan schema version)",
+                          cat->path, ntables);
+  } else if (version > latest) {
+    return gpuplan__error(ctx, GPUPLAN_ECATALOG,
+                          "catalog %s: schema version %d is newer than this "
+                          "gpuplan %s understands (%d); upgrade gpuplan",
+                          cat->path, version, GPUPLAN_VERSION_STRING, latest);
+  }
+  if (version < latest) {
+    if (cat->readonly)
+      return gpuplan__error(ctx, GPUPLAN_ECATALOG,
+                            "catalog %s: schema version %d must be migrated to "
+                            "%d, but the file is open read-only",
+                            cat->path, version, latest);
+    GPUPLAN_TRY(exec(ctx, cat->db, cat->path, "BEGIN IMMEDIATE"));
+    rc = apply_schema(ctx, cat->db, cat->path, version);
+    if (rc == GPUPLAN_OK) rc = exec(ctx, cat->db, cat->path, "COMMIT");
+    if (rc != GPUPLAN_OK) {
+      sqlite3_exec(cat->db, "ROLLBACK", NULL, NULL, NULL);
+      return rc;
+    }
+  }
+  /* A truncated or damaged file shows here rather than mid-lookup. */
+  {
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(cat->db, "PRAGMA main.quick_check", -1, &st, NULL);
+    if (src == SQLITE_OK) src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+      const char *r = (const char *)sqlite3_column_text(st, 0);
+      if (!r || strcmp(r, "ok") != 0) {
+        gpuplan__error(ctx, GPUPLAN_ECATALOG,
+                       "catalog %s: the database is corrupt: %s", cat->path,
+                       r ? r : "(no detail)");
+        gpuplan__error_detail(ctx, SQLITE_CORRUPT);
+        sqlite3_finalize(st);
+        return GPUPLAN_ECATALOG;
+      }
+    } else {
+      rc = sqlerr(ctx, cat->db, src, cat->path, "integrity check failed");
+      sqlite3_finalize(st);
+      return rc;
+    }
+    sqlite3_finalize(st);
+  }
+  return GPUPLAN_OK;
+}
+
+int gpuplan_catalog_open(gpuplan_ctx *ctx, const char *path, unsigned flags,
+                         gpuplan_catalog **out) {
+  gpuplan_catalog *cat;
+  struct stat sb;
+  int exists, oflags, rc;
+
+  if (!out) return GPUPLAN_EMISUSE;
+  *out = NULL;
+  if (!ctx) return GPUPLAN_EMISUSE;
+  if (!path || !*path)
+    return gpuplan__error(ctx, GPUPLAN_EINVAL, "catalog path: must not be empty");
+  if (flags & ~(unsigned)(GPUPLAN_CATALOG_READONLY | GPUPLAN_CATALOG_CREATE |
+                          GPUPLAN_CATALOG_LAYER))
+    return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                          "catalog flags: unknown bits 0x%x (allowed: READONLY, "
+                          "CREATE, LAYER)", flags);
+  if ((flags & GPUPLAN_CATALOG_READONLY) && (flags & GPUPLAN_CATALOG_CREATE))
+    return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                          "catalog flags: READONLY and CREATE exclude each other");
+
+  exists = stat(path, &sb) == 0;
+  if (!exists && errno != ENOENT) {
+    int e = errno;
+    gpuplan__error(ctx, GPUPLAN_EIO, "catalog %s: %s", path, strerror(e));
+    gpuplan__error_detail(ctx, e);
+    return GPUPLAN_EIO;
+  }
+  if (!exists && !(flags & GPUPLAN_CATALOG_CREATE))
+    return gpuplan__error(ctx, GPUPLAN_ENOTFOUND,
+                          "catalog %s: no such file (use the create flag to make "
+                          "a new catalog)", path);
+  if (exists && S_ISDIR(sb.st_mode))
+    return gpuplan__error(ctx, GPUPLAN_EIO, "catalog %s: is a directory", path);
+
+  GPUPLAN_TRY(catalog_alloc(ctx, path, &cat));
+  oflags = SQLITE_OPEN_NOMUTEX;
+  if (flags & GPUPLAN_CATALOG_READONLY)
+    oflags |= SQLITE_OPEN_READONLY;
+  else
+    oflags |= SQLITE_OPEN_READWRITE |
+              ((flags & GPUPLAN_CATALOG_CREATE) ? SQLITE_OPEN_CREATE : 0);
+  rc = sqlite3_open_v2(path, &cat->db, oflags, NULL);
+  if (rc != SQLITE_OK) {
+    if ((rc & 0xff) == SQLITE_NOMEM) {
+      rc = gpuplan__nomem(ctx);
+    } else {
+      gpuplan__error(ctx, GPUPLAN_EIO, "catalog %s: cannot open: %s", path,
+                     cat->db ? sqlite3_errmsg(cat->db) : sqlite3_errstr(rc));
+      gpuplan__error_detail(ctx, rc);
+      rc = GPUPLAN_EIO;
+    }
+    catalog_release(cat);
+    return rc;
+  }
+  sqlite3_extended_result_codes(cat->db, 1);
+  sqlite3_busy_timeout(cat->db, 2000);
+  cat->readonly = sqlite3_db_readonly(cat->db, "main") == 1;
+
+  rc = check_schema(cat, flags);
+  if (rc == GPUPLAN_OK && (flags & GPUPLAN_CATALOG_LAYER))
+    rc = attach_default(cat);
+  if (rc != GPUPLAN_OK) {
+    catalog_release(cat);
+    return rc;
+  }
+  return finish_open(cat, out);
+}
+
+static void catalog_release(gpuplan_catalog *cat) {
+  gpuplan_ctx *ctx = cat->ctx;
+  snapshot_free(ctx, &cat->snap);
+  if (cat->db) sqlite3_close(cat->db);
+  gpuplan__free(ctx, cat->path);
+  gpuplan__free(ctx, cat);
+  gpuplan__ctx_unref(ctx);
+}
+
+void gpuplan_catalog_free(gpuplan_catalog *cat) {
+  if (!cat) return;
+  catalog_release(cat);
+}
+
+int gpuplan_catalog_schema_version(const gpuplan_catalog *cat) {
+  return cat ? cat->schema_version : 0;
+}
+
+/* --- import -------------------------------------------------------------- */
+
+static int authorize(void *payload, int action, const char *a, const char *b,
+                     const char *db, const char *trigger) {
+  static const char *const tables[] = {"gpu",   "fabric", "node", "model",
+                                       "alias", "catalog_info"};
+  size_t i;
+  (void)payload;
+  (void)b;
+  (void)trigger;
+  switch (action) {
+  case SQLITE_SELECT:
+  case SQLITE_READ:
+  case SQLITE_FUNCTION:
+  case SQLITE_RECURSIVE:
+    return SQLITE_OK;
+  case SQLITE_INSERT:
+  case SQLITE_UPDATE:
+  case SQLITE_DELETE:
+    if (!db || strcmp(db, "main") != 0) return SQLITE_DENY;
+    for (i = 0; i < sizeof tables / sizeof tables[0]; i++)
+      if (a && strcmp(a, tables[i]) == 0) return SQLITE_OK;
+    return SQLITE_DENY;
+  default:
+    return SQLITE_DENY;
+  }
+}
+
+int gpuplan_catalog_import(gpuplan_catalog *cat, const char *sql) {
+  gpuplan_ctx *ctx;
+  gpuplan__snapshot fresh;
+  char *err = NULL;
+  int rc;
+
+  if (!cat) return GPUPLAN_EMISUSE;
+  ctx = cat->ctx;
+  if (!sql)
+    return gpuplan__error(ctx, GPUPLAN_EINVAL, "import: SQL text is NULL");
+  if (cat->is_default)
+    return gpuplan__error(ctx, GPUPLAN_EUNSUPPORTED,
+                          "catalog (default): the embedded catalog is read-only; "
+                          "open a file with CREATE|LAYER to add or override rows");
+  if (cat->readonly)
+    return gpuplan__error(ctx, GPUPLAN_EUNSUPPORTED,
+                          "catalog %s: opened read-only", cat->path);
+
+  GPUPLAN_TRY(exec(ctx, cat->db, cat->path, "BEGIN IMMEDIATE"));
+  sqlite3_set_authorizer(cat->db, authorize, NULL);
+  rc = sqlite3_exec(cat->db, sql, NULL, NULL, &err);
+  sqlite3_set_authorizer(cat->db, NULL, NULL);
+  if (rc != SQLITE_OK) {
+    int ext = sqlite3_extended_errcode(cat->db);
+    if ((rc & 0xff) == SQLITE_NOMEM) {
+      gpuplan__nomem(ctx);
+    } else {
+      gpuplan__error(ctx, GPUPLAN_ECATALOG,
+                     "catalog %s: import failed, nothing written: %s%s",
+                     cat->path, err ? err : sqlite3_errstr(rc),
+                     (rc & 0xff) == SQLITE_AUTH
+                         ? " (only INSERT/UPDATE/DELETE on gpu, fabric, node, "
+                           "model, alias, catalog_info are allowed)"
+                         : "");
+      gpuplan__error_detail(ctx, ext);
+    }
+    sqlite3_free(err);
+    sqlite3_exec(cat->db, "ROLLBACK", NULL, NULL, NULL);
+    return (rc & 0xff) == SQLITE_NOMEM ? GPUPLAN_ENOMEM : GPUPLAN_ECATALOG;
+  }
+  /* Validate the result as a whole before it becomes permanent. */
+  rc = load_snapshot(cat, &fresh);
+  if (rc != GPUPLAN_OK) {
+    sqlite3_exec(cat->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+  }
+  rc = exec(ctx, cat->db, cat->path, "COMMIT");
+  if (rc != GPUPLAN_OK) {
+    sqlite3_exec(cat->db, "ROLLBACK", NULL, NULL, NULL);
+    snapshot_free(ctx, &fresh);
+    return rc;
+  }
+  snapshot_free(ctx, &cat->snap);
+  cat->snap = fresh;
+  gpuplan__clear(ctx);
+  return GPUPLAN_OK;
+}

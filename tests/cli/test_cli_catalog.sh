@@ -1,0 +1,77 @@
+#!/bin/sh
+# End-to-end checks of `gpuplan catalog`: output shapes, exit codes (0 ok,
+# 1 run-time error, 2 usage) and one-line errors on stderr.
+gp=$1
+tmp=$2
+fails=0
+pass=0
+
+check() {  # check DESCRIPTION EXPECTED_RC PATTERN_IN_OUTPUT -- command...
+  desc=$1 want=$2 pat=$3
+  shift 4
+  out=$("$@" 2>"$tmp/stderr")
+  rc=$?
+  err=$(cat "$tmp/stderr")
+  if [ "$rc" != "$want" ]; then
+    echo "FAIL $desc: exit $rc, wanted $want"; echo "$out" | head -5; echo "$err"
+    fails=$((fails + 1)); return
+  fi
+  if [ -n "$pat" ] && ! printf '%s\n%s\n' "$out" "$err" | grep -q -- "$pat"; then
+    echo "FAIL $desc: no '$pat' in output"; echo "$out" | head -5; echo "$err"
+    fails=$((fails + 1)); return
+  fi
+  if [ "$want" != 0 ] && [ "$(printf '%s' "$err" | wc -l)" -gt 0 ]; then
+    echo "FAIL $desc: error is not one line:"; echo "$err"
+    fails=$((fails + 1)); return
+  fi
+  pass=$((pass + 1))
+}
+
+check "lists gpus" 0 "h100-sxm5-80gb" -- "$gp" catalog gpus
+check "lists nodes" 0 "Standard_ND96asr_v4" -- "$gp" catalog nodes
+check "lists models" 0 "llama-2-70b" -- "$gp" catalog models
+check "lists fabrics" 0 "ib-ndr" -- "$gp" catalog fabrics
+check "json" 0 '"bf16_flops": 989000000000000' -- "$gp" catalog gpus --json
+check "csv header" 0 "^id,name,vendor" -- "$gp" catalog gpus --csv
+check "show by alias" 0 "a100-sxm4-80gb" -- "$gp" catalog show a100-80gb
+check "show json" 0 '"kind": "gpu"' -- "$gp" catalog show "H100 SXM" --json
+check "show node" 0 "gpu_fraction" -- "$gp" catalog show NV6ads_A10_v5
+check "ambiguous" 1 "ambiguous.*h100-nvl-94gb.*h100-pcie-80gb.*h100-sxm5-80gb" -- "$gp" catalog show h100
+check "suggests" 1 "did you mean h100-sxm5-80gb" -- "$gp" catalog show h10O-sxm
+check "unknown" 1 "unknown" -- "$gp" catalog show qqqqqqqqqqqqqqqq
+check "kind filter" 1 "unknown model" -- "$gp" catalog show h10O-sxm --kind model
+check "bad kind" 2 "--kind" -- "$gp" catalog show x --kind disk
+check "bad subcommand" 2 "unknown subcommand" -- "$gp" catalog disks
+check "bad option" 2 "unknown option" -- "$gp" catalog gpus --yaml
+check "bad command" 2 "unknown command" -- "$gp" frobnicate
+check "no command" 2 "no command" -- "$gp"
+check "show needs name" 2 "NAME" -- "$gp" catalog show
+check "version" 0 "^gpuplan [0-9]" -- "$gp" version
+check "help" 0 "usage: gpuplan" -- "$gp" --help
+check "catalog help" 0 "usage: gpuplan catalog" -- "$gp" catalog --help
+check "version help" 0 "usage: gpuplan version" -- "$gp" version --help
+check "help topic" 0 "usage: gpuplan catalog" -- "$gp" help catalog
+check "info" 0 "schema version" -- "$gp" catalog info
+check "missing catalog" 1 "no such file" -- "$gp" --catalog "$tmp/none.sqlite" catalog gpus
+check "catalog needs file" 2 "needs a FILE" -- "$gp" --catalog
+
+# A user catalog layered over the default.
+rm -f "$tmp/user.sqlite"
+check "init" 0 "created" -- "$gp" catalog init "$tmp/user.sqlite"
+check "init twice" 1 "already exists" -- "$gp" catalog init "$tmp/user.sqlite"
+cat > "$tmp/rows.sql" <<'SQL'
+INSERT INTO node(id,name,provider,gpu_id,gpu_count,intra_fabric_id,vcpus,
+                 price_per_hour,currency,source)
+VALUES ('rack-7','rack-7','on-prem','h100-sxm5-80gb',8,'nvswitch4',224,
+        41.5,'USD','internal chargeback sheet 2026-11');
+SQL
+check "import" 0 "imported" -- "$gp" catalog import "$tmp/user.sqlite" "$tmp/rows.sql"
+check "layered show" 0 "rack-7" -- "$gp" --layer "$tmp/user.sqlite" catalog show rack-7
+check "layered keeps default" 0 "Standard_ND96asr_v4" -- "$gp" --layer "$tmp/user.sqlite" catalog nodes
+echo "DROP TABLE gpu;" > "$tmp/bad.sql"
+check "import refuses DDL" 1 "nothing written" -- "$gp" catalog import "$tmp/user.sqlite" "$tmp/bad.sql"
+printf 'garbage that is not sqlite at all, not even close....' > "$tmp/junk.sqlite"
+check "junk catalog" 1 "junk.sqlite" -- "$gp" --catalog "$tmp/junk.sqlite" catalog gpus
+
+echo "$pass passed, $fails failed"
+[ "$fails" = 0 ]

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Install the Debian 12 packages gpuplan needs to build and test.
+# As root: installs what is missing.  Otherwise: prints the apt-get line.
+#   tools/setup.sh [--test]   (--test adds what the test suites need)
+set -eu
+pkgs="cmake make gcc g++ pkg-config libsqlite3-dev"
+if [ "${1:-}" = "--test" ]; then
+  pkgs="$pkgs libcmocka-dev python3 binutils"
+fi
+missing=""
+for p in $pkgs; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ]; then
+  echo "setup: installing$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+else
+  echo "setup: missing Debian packages. Run as root:" >&2
+  echo "  apt-get update && apt-get install -y$missing" >&2
+  exit 1
+fi
