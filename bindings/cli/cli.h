@@ -62,5 +62,6 @@ void table_free(table *t);
 
 /* Commands. */
 int cmd_catalog(cli *c, int argc, char **argv);
+int cmd_plan(cli *c, int argc, char **argv);
 
 #endif

@@ -12,6 +12,7 @@ static const char usage[] =
     "Plan GPU memory and training from a catalog of real hardware.\n"
     "\n"
     "commands:\n"
+    "  plan      per-GPU memory for training or serving a model; what to change\n"
     "  catalog   list and show GPUs, nodes/VMs, models and fabrics\n"
     "  version   print the version of the command and the library\n"
     "  help      show this help, or a command's (gpuplan help catalog)\n"
@@ -76,6 +77,7 @@ static int cmd_version(cli *c, int argc, char **argv) {
 static int dispatch(cli *c, int argc, char **argv) {
   const char *cmd = argv[0];
   if (strcmp(cmd, "catalog") == 0) return cmd_catalog(c, argc, argv);
+  if (strcmp(cmd, "plan") == 0) return cmd_plan(c, argc, argv);
   if (strcmp(cmd, "version") == 0) return cmd_version(c, argc, argv);
   if (strcmp(cmd, "help") == 0) {
     if (argc > 1) {

@@ -10,5 +10,6 @@
 #include "gpuplan/alloc.h"
 #include "gpuplan/ctx.h"
 #include "gpuplan/catalog.h"
+#include "gpuplan/memory.h"
 
 #endif /* GPUPLAN_H */

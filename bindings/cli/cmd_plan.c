@@ -1,0 +1,428 @@
+/* cmd_plan.c: gpuplan plan MODEL --gpu SKU ...: what fits, what eats the
+ * memory, what to change. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char plan_usage[] =
+    "usage: gpuplan plan MODEL --gpu SKU [--gpus N | --node VM [--nodes K]]\n"
+    "                    [--train | --infer] [options] [--per-rank] [--json]\n"
+    "\n"
+    "Per-GPU memory by component for training or serving MODEL, against the\n"
+    "GPU's capacity; when it does not fit, the fix ladder: smaller micro-batch\n"
+    "-> activation checkpointing -> ZeRO-2/3 -> bf16 mixed precision -> more\n"
+    "GPUs -> a bigger GPU, each rung quantified.\n"
+    "\n"
+    "MODEL is a catalog model (gpuplan catalog models) or a size such as 7B:\n"
+    "a decoder with Llama-2-7B's shape scaled to exactly that many parameters.\n"
+    "\n"
+    "hardware:\n"
+    "  --gpu SKU            GPU from the catalog (gpuplan catalog gpus)\n"
+    "  --gpus N             number of GPUs (default tp*pp*dp*cp, else 1)\n"
+    "  --node VM            a catalog node/VM: its GPU, count and visible memory\n"
+    "  --nodes K            number of such nodes (default 1)\n"
+    "training (defaults in brackets):\n"
+    "  --micro-batch B      sequences per micro-batch [1]\n"
+    "  --seq S              sequence length [the model's]\n"
+    "  --grad-accum M       micro-batches per step [pp]\n"
+    "  --precision P        bf16-mixed, fp16-mixed, fp32, bf16, fp8 [bf16-mixed]\n"
+    "  --optimizer O        adamw, sgd, momentum, adam8bit, adafactor [adamw]\n"
+    "  --grad-bytes N       bytes per gradient (2 or 4) [the convention's]\n"
+    "  --convention C       deepspeed (16-bit grads, ZeRO paper), megatron (fp32\n"
+    "                       main grads), fsdp, hf [deepspeed]\n"
+    "  --recompute R        none, selective, full [none]\n"
+    "  --no-flash           explicit attention (keeps the s^2 score matrix)\n"
+    "  --no-dropout         no dropout masks\n"
+    "  --offload-optimizer  master weights and optimizer states in host memory\n"
+    "  --offload-params     ZeRO-3 parameter shards in host memory\n"
+    "layout:\n"
+    "  --tp N --pp N --dp N --cp N --ep N   parallel degrees [1]\n"
+    "  --sp                 sequence parallelism (with tp > 1)\n"
+    "  --zero 0|1|2|3       DeepSpeed ZeRO stage [0 = DDP]\n"
+    "  --fsdp MODE          full, grad-op, hybrid (with --shard-group N)\n"
+    "  --schedule S         1f1b, gpipe, interleaved (with --vpp N) [1f1b]\n"
+    "  --first-stage-layers N / --last-stage-layers N   uneven pipeline split\n"
+    "  --prefetch N         ZeRO-3/FSDP layers gathered ahead [1]\n"
+    "inference (--infer):\n"
+    "  --weights DTYPE      bf16, fp16, fp8, int8, int4 [bf16]\n"
+    "  --kv DTYPE           KV-cache dtype [bf16]\n"
+    "  --context N          tokens per sequence [the model's maximum]\n"
+    "  --batch N            concurrent sequences [1]\n"
+    "  --paged [--block N]  paged KV cache, N tokens a block [16]\n"
+    "  --group N            int4/int8 quantisation group [128]\n"
+    "fixed costs (MiB; default: catalog / estimate):\n"
+    "  --cuda-context MIB  --nccl MIB  --workspace MIB\n"
+    "output:\n"
+    "  --per-rank           every pipeline stage, not only the worst\n"
+    "  --max-gpus N         GPUs the ladder may use [max(8, gpus)]\n"
+    "  --json               one JSON document\n";
+
+/* Parse a positive integer option value. */
+static int num(cli *c, const char *opt, const char *v, int64_t *out) {
+  char *end;
+  double d;
+  errno = 0;
+  d = strtod(v, &end);
+  if (end == v || *end || errno || !(d >= 0) || d > 9.2e18 || d != floor(d))
+    return cli_fail(c, EXIT_USAGE, "plan: %s '%s' is not a non-negative integer", opt, v);
+  *out = (int64_t)d;
+  return 0;
+}
+
+static int enum_opt(cli *c, const char *what, const char *v, int *out) {
+  int r = gpuplan_enum_parse(c->ctx, what, v);
+  if (r < 0) return cli_fail(c, EXIT_USAGE, "plan: %s", gpuplan_errmsg(c->ctx));
+  *out = r;
+  return 0;
+}
+
+/* "7B", "1.5b", "350M": a generic decoder of that size. */
+static int parse_size(const char *s, double *params) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || v <= 0) return 0;
+  if ((*end == 'B' || *end == 'b') && !end[1]) v *= 1e9;
+  else if ((*end == 'M' || *end == 'm') && !end[1]) v *= 1e6;
+  else if ((*end == 'T' || *end == 't') && !end[1]) v *= 1e12;
+  else return 0;
+  *params = v;
+  return 1;
+}
+
+static double gib(uint64_t b) { return (double)b / 1073741824.0; }
+static double gb(uint64_t b) { return (double)b / 1e9; }
+
+static void header(cli *c, const gpuplan_model *m, const char *mname, const gpuplan_gpu *g,
+                   int64_t gpus, const gpuplan_memory_options *o, double params) {
+  (void)c;
+  printf("%s (%.3gB params) %s on %lld x %s (%.1f GiB each)\n", mname, params / 1e9,
+         o->workload == GPUPLAN_TRAIN ? "training" : "inference", (long long)gpus, g->name,
+         gib(g->memory_bytes));
+  if (o->workload == GPUPLAN_TRAIN) {
+    printf("  precision %s, optimizer %s, convention %s, grads %s\n",
+           gpuplan_precision_name(o->precision), gpuplan_optimizer_name(o->optimizer),
+           gpuplan_convention_name(o->convention),
+           o->grad_bytes ? (o->grad_bytes == 4 ? "fp32" : "16-bit") : "per convention");
+    printf("  micro-batch %lld, seq %lld, grad-accum %lld, recompute %s, attention %s%s\n",
+           (long long)o->micro_batch, (long long)(o->seq_len ? o->seq_len : m->seq_len),
+           (long long)(o->microbatches ? o->microbatches : o->pp),
+           gpuplan_recompute_name(o->recompute), o->flash_attention ? "flash" : "explicit",
+           o->dropout ? "" : ", no dropout");
+    printf("  layout tp %lld, pp %lld (%s), dp %lld (%s), cp %lld, ep %lld%s\n",
+           (long long)o->tp, (long long)o->pp, gpuplan_schedule_name(o->schedule),
+           (long long)o->dp, gpuplan_dp_mode_name(o->dp_mode), (long long)o->cp,
+           (long long)o->ep, o->sequence_parallel ? ", sequence parallel" : "");
+  } else {
+    printf("  weights %s, KV cache %s (%s), context %lld, batch %lld, tp %lld\n",
+           gpuplan_dtype_name(o->weight_dtype), gpuplan_dtype_name(o->kv_dtype),
+           o->paged ? "paged" : "contiguous",
+           (long long)(o->context_len ? o->context_len
+                                      : (isfinite(m->max_seq_len) ? (int64_t)m->max_seq_len : m->seq_len)),
+           (long long)o->batch, (long long)o->tp);
+  }
+}
+
+static void print_stage(const gpuplan_memory *r, const gpuplan_gpu *g, int worst) {
+  table *t = table_new(4);
+  int i;
+  printf("\n%s: stage %lld of the pipeline, %lld layers, %.3g micro-batches in flight, %.3gB params on this rank\n",
+         worst ? "worst rank" : "rank", (long long)r->stage, (long long)r->layers,
+         r->microbatches_in_flight, r->params_rank / 1e9);
+  table_cell(t, "COMPONENT"); table_cell(t, "GB"); table_cell(t, "GiB"); table_cell(t, "FORMULA");
+  for (i = 0; i < GPUPLAN_MEM_COUNT; i++) {
+    if (!r->item[i].bytes) continue;
+    table_cell(t, "%s", r->item[i].name);
+    table_cell(t, "%.2f", gb(r->item[i].bytes));
+    table_cell(t, "%.2f", gib(r->item[i].bytes));
+    table_cell(t, "%s", r->item[i].formula);
+  }
+  table_cell(t, "total"); table_cell(t, "%.2f", gb(r->total)); table_cell(t, "%.2f", gib(r->total));
+  table_cell(t, "of %.2f GiB (%s)", gib(r->capacity), g->name);
+  table_align(t, 1, 'r');
+  table_align(t, 2, 'r');
+  table_print(t, stdout);
+  if (r->fits)
+    printf("FITS: %.2f GiB headroom (%.0f%% of the GPU used)\n", gib((uint64_t)r->headroom),
+           100.0 * (double)r->total / (double)r->capacity);
+  else
+    printf("DOES NOT FIT: short by %.2f GiB\n", gib((uint64_t)(-r->headroom)));
+  if (r->host_bytes) printf("host memory (offloaded): %.2f GiB\n", gib(r->host_bytes));
+  if (r->kv_bytes_per_token)
+    printf("KV cache: %llu bytes per token per GPU; %.2f GiB reserved but unused; at most %lld "
+           "concurrent sequences fit\n",
+           (unsigned long long)r->kv_bytes_per_token, gib(r->kv_waste_bytes),
+           (long long)r->max_sequences);
+}
+
+static void json_stage(const gpuplan_memory *r, int indent) {
+  int i, first = 1;
+  printf("{\"stage\": %lld, \"layers\": %lld, \"microbatches_in_flight\": ", (long long)r->stage,
+         (long long)r->layers);
+  json_num(stdout, r->microbatches_in_flight);
+  printf(", \"params_rank\": ");
+  json_num(stdout, r->params_rank);
+  printf(",\n%*s\"components\": [", indent + 2, "");
+  for (i = 0; i < GPUPLAN_MEM_COUNT; i++) {
+    if (!r->item[i].bytes) continue;
+    printf("%s\n%*s{\"name\": ", first ? "" : ",", indent + 4, "");
+    json_str(stdout, r->item[i].name);
+    printf(", \"bytes\": %llu, \"formula\": ", (unsigned long long)r->item[i].bytes);
+    json_str(stdout, r->item[i].formula);
+    printf("}");
+    first = 0;
+  }
+  printf("],\n%*s\"total_bytes\": %llu, \"capacity_bytes\": %llu, \"fits\": %s, "
+         "\"headroom_bytes\": %lld, \"host_bytes\": %llu",
+         indent + 2, "", (unsigned long long)r->total, (unsigned long long)r->capacity,
+         r->fits ? "true" : "false", (long long)r->headroom, (unsigned long long)r->host_bytes);
+  if (r->kv_bytes_per_token)
+    printf(", \"kv_bytes_per_token\": %llu, \"kv_waste_bytes\": %llu, \"max_sequences\": %lld",
+           (unsigned long long)r->kv_bytes_per_token, (unsigned long long)r->kv_waste_bytes,
+           (long long)r->max_sequences);
+  printf("}");
+}
+
+int cmd_plan(cli *c, int argc, char **argv) {
+  gpuplan_memory_options o = GPUPLAN_MEMORY_OPTIONS_INIT;
+  const char *model_name = NULL, *gpu_name = NULL, *node_name = NULL;
+  int64_t gpus = 0, nodes = 1, max_gpus = 0, v;
+  int json = 0, per_rank = 0, dp_given = 0, i, rc, e;
+  double size = 0;
+  const gpuplan_model *m = NULL;
+  const gpuplan_gpu *g = NULL;
+  gpuplan_model inline_model;
+  gpuplan_gpu node_gpu;
+  gpuplan_memory worst;
+  gpuplan_fix fixes[12];
+  size_t nfix = 0, k;
+
+#define NEED_VALUE() \
+  if (i + 1 >= argc) return cli_fail(c, EXIT_USAGE, "plan: %s needs a value", a)
+#define INT_OPT(flag, field)                       \
+  else if (strcmp(a, flag) == 0) {                 \
+    NEED_VALUE();                                  \
+    if ((rc = num(c, a, argv[++i], &v))) return rc; \
+    field = v;                                     \
+  }
+#define ENUM_OPT(flag, what, field)                      \
+  else if (strcmp(a, flag) == 0) {                       \
+    NEED_VALUE();                                        \
+    if ((rc = enum_opt(c, what, argv[++i], &e))) return rc; \
+    field = e;                                           \
+  }
+#define MIB_OPT(flag, field)                       \
+  else if (strcmp(a, flag) == 0) {                 \
+    NEED_VALUE();                                  \
+    if ((rc = num(c, a, argv[++i], &v))) return rc; \
+    if (v > (INT64_MAX >> 20)) return cli_fail(c, EXIT_USAGE, "plan: %s is too large", a); \
+    field = v << 20;                               \
+  }
+
+  for (i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (cli_is_help(a)) {
+      fputs(plan_usage, stdout);
+      return EXIT_OK;
+    } else if (strcmp(a, "--json") == 0) json = 1;
+    else if (strcmp(a, "--per-rank") == 0) per_rank = 1;
+    else if (strcmp(a, "--train") == 0) o.workload = GPUPLAN_TRAIN;
+    else if (strcmp(a, "--infer") == 0) o.workload = GPUPLAN_INFER;
+    else if (strcmp(a, "--sp") == 0) o.sequence_parallel = 1;
+    else if (strcmp(a, "--no-flash") == 0) o.flash_attention = 0;
+    else if (strcmp(a, "--no-dropout") == 0) o.dropout = 0;
+    else if (strcmp(a, "--offload-optimizer") == 0) o.offload_optimizer = 1;
+    else if (strcmp(a, "--offload-params") == 0) o.offload_params = 1;
+    else if (strcmp(a, "--paged") == 0) o.paged = 1;
+    else if (strcmp(a, "--gpu") == 0) { NEED_VALUE(); gpu_name = argv[++i]; }
+    else if (strcmp(a, "--node") == 0) { NEED_VALUE(); node_name = argv[++i]; }
+    else if (strcmp(a, "--dp") == 0) {
+      NEED_VALUE();
+      if ((rc = num(c, a, argv[++i], &v))) return rc;
+      o.dp = v;
+      dp_given = 1;
+    } else if (strcmp(a, "--zero") == 0) {
+      NEED_VALUE();
+      if ((rc = num(c, a, argv[++i], &v))) return rc;
+      if (v > 3) return cli_fail(c, EXIT_USAGE, "plan: --zero must be 0, 1, 2 or 3");
+      o.dp_mode = (gpuplan_dp_mode)v;
+    } else if (strcmp(a, "--fsdp") == 0) {
+      NEED_VALUE();
+      a = argv[++i];
+      if (strcmp(a, "full") == 0) o.dp_mode = GPUPLAN_DP_FSDP_FULL;
+      else if (strcmp(a, "grad-op") == 0) o.dp_mode = GPUPLAN_DP_FSDP_GRAD_OP;
+      else if (strcmp(a, "hybrid") == 0) o.dp_mode = GPUPLAN_DP_FSDP_HYBRID;
+      else return cli_fail(c, EXIT_USAGE, "plan: --fsdp '%s' is not one of full, grad-op, hybrid", a);
+      if (o.convention == GPUPLAN_CONV_DEEPSPEED) o.convention = GPUPLAN_CONV_FSDP;
+    }
+    INT_OPT("--gpus", gpus)
+    INT_OPT("--nodes", nodes)
+    INT_OPT("--max-gpus", max_gpus)
+    INT_OPT("--tp", o.tp)
+    INT_OPT("--pp", o.pp)
+    INT_OPT("--cp", o.cp)
+    INT_OPT("--ep", o.ep)
+    INT_OPT("--vpp", o.vpp)
+    INT_OPT("--shard-group", o.shard_group)
+    INT_OPT("--first-stage-layers", o.first_stage_layers)
+    INT_OPT("--last-stage-layers", o.last_stage_layers)
+    INT_OPT("--micro-batch", o.micro_batch)
+    INT_OPT("--seq", o.seq_len)
+    INT_OPT("--grad-accum", o.microbatches)
+    INT_OPT("--prefetch", o.prefetch)
+    INT_OPT("--context", o.context_len)
+    INT_OPT("--batch", o.batch)
+    INT_OPT("--block", o.block_tokens)
+    INT_OPT("--group", o.group_size)
+    ENUM_OPT("--precision", "precision", o.precision)
+    ENUM_OPT("--optimizer", "optimizer", o.optimizer)
+    ENUM_OPT("--recompute", "recompute", o.recompute)
+    ENUM_OPT("--schedule", "schedule", o.schedule)
+    ENUM_OPT("--convention", "convention", o.convention)
+    ENUM_OPT("--weights", "dtype", o.weight_dtype)
+    ENUM_OPT("--kv", "dtype", o.kv_dtype)
+    MIB_OPT("--cuda-context", o.context_bytes)
+    MIB_OPT("--nccl", o.nccl_bytes)
+    MIB_OPT("--workspace", o.workspace_bytes)
+    else if (strcmp(a, "--grad-bytes") == 0) {
+      NEED_VALUE();
+      if ((rc = num(c, a, argv[++i], &v))) return rc;
+      o.grad_bytes = (int)(v > 8 ? 8 : v);
+    } else if (a[0] == '-' && a[1]) {
+      return cli_fail(c, EXIT_USAGE, "plan: unknown option '%s' (see gpuplan plan --help)", a);
+    } else if (!model_name) {
+      model_name = a;
+    } else {
+      return cli_fail(c, EXIT_USAGE, "plan: unexpected argument '%s'", a);
+    }
+  }
+  if (!model_name) return cli_fail(c, EXIT_USAGE, "plan: needs a MODEL (see gpuplan plan --help)");
+  if (!gpu_name && !node_name) return cli_fail(c, EXIT_USAGE, "plan: needs --gpu SKU or --node VM");
+  if (gpu_name && node_name) return cli_fail(c, EXIT_USAGE, "plan: give --gpu or --node, not both");
+  if ((rc = cli_catalog(c))) return rc;
+
+  if (parse_size(model_name, &size)) {
+    if ((rc = gpuplan_catalog_model(c->cat, "llama-2-7b", &m))) return cli_lib_fail(c, rc);
+    inline_model = *m;
+    m = &inline_model;
+    o.params_override = size;
+  } else if ((rc = gpuplan_catalog_model(c->cat, model_name, &m))) {
+    return cli_lib_fail(c, rc);
+  }
+  if (node_name) {
+    const gpuplan_node *n;
+    if ((rc = gpuplan_catalog_node(c->cat, node_name, &n))) return cli_lib_fail(c, rc);
+    if (!n->gpu_id || n->gpu_count < 1)
+      return cli_fail(c, EXIT_RUNTIME, "plan: node %s has no GPU (a CPU-only size)", n->name);
+    if ((rc = gpuplan_catalog_gpu(c->cat, n->gpu_id, &g))) return cli_lib_fail(c, rc);
+    node_gpu = *g;
+    if (n->gpu_memory_bytes) node_gpu.memory_bytes = n->gpu_memory_bytes; /* vGPU slice */
+    g = &node_gpu;
+    if (nodes < 1) return cli_fail(c, EXIT_USAGE, "plan: --nodes must be at least 1");
+    if (!gpus) gpus = n->gpu_count * nodes;
+  } else if ((rc = gpuplan_catalog_gpu(c->cat, gpu_name, &g))) {
+    return cli_lib_fail(c, rc);
+  }
+
+  /* GPUs = dp * tp * pp * cp. */
+  if (o.tp < 1 || o.pp < 1 || o.cp < 1)
+    return cli_fail(c, EXIT_USAGE, "plan: --tp, --pp and --cp must be at least 1");
+  if (gpus) {
+    int64_t per = o.tp * o.pp * o.cp;
+    if (!dp_given) {
+      if (gpus % per)
+        return cli_fail(c, EXIT_RUNTIME,
+                        "plan: gpus (%lld) is not a multiple of tp*pp*cp (%lld); gpus must equal dp*tp*pp*cp",
+                        (long long)gpus, (long long)per);
+      o.dp = gpus / per;
+    } else if (o.dp * per != gpus) {
+      return cli_fail(c, EXIT_RUNTIME, "plan: gpus (%lld) != dp*tp*pp*cp (%lld*%lld*%lld*%lld = %lld)",
+                      (long long)gpus, (long long)o.dp, (long long)o.tp, (long long)o.pp,
+                      (long long)o.cp, (long long)(o.dp * per));
+    }
+  }
+  gpus = o.dp * o.tp * o.pp * o.cp;
+  if (!max_gpus) max_gpus = gpus > 8 ? gpus : 8;
+
+  rc = gpuplan_memory_eval(c->ctx, m, g, &o, GPUPLAN_STAGE_WORST, &worst);
+  if (rc) return cli_fail(c, EXIT_RUNTIME, "plan: %s", gpuplan_errmsg(c->ctx));
+  if (!worst.fits) {
+    rc = gpuplan_memory_ladder(c->ctx, c->cat, m, g, &o, max_gpus, fixes,
+                               sizeof fixes / sizeof fixes[0], &nfix);
+    if (rc) return cli_fail(c, EXIT_RUNTIME, "plan: %s", gpuplan_errmsg(c->ctx));
+  }
+
+  if (json) {
+    printf("{\n  \"model\": ");
+    json_str(stdout, size > 0 ? model_name : m->id);
+    printf(",\n  \"params\": ");
+    json_num(stdout, worst.params_total);
+    printf(",\n  \"gpu\": ");
+    json_str(stdout, g->id);
+    printf(",\n  \"gpus\": %lld,\n  \"workload\": \"%s\",\n", (long long)gpus,
+           o.workload == GPUPLAN_TRAIN ? "train" : "infer");
+    printf("  \"options\": {\"precision\": \"%s\", \"optimizer\": \"%s\", \"convention\": \"%s\", "
+           "\"recompute\": \"%s\", \"micro_batch\": %lld, \"seq_len\": %lld, \"tp\": %lld, "
+           "\"pp\": %lld, \"dp\": %lld, \"cp\": %lld, \"ep\": %lld, \"dp_mode\": \"%s\", "
+           "\"schedule\": \"%s\", \"flash_attention\": %s},\n",
+           gpuplan_precision_name(o.precision), gpuplan_optimizer_name(o.optimizer),
+           gpuplan_convention_name(o.convention), gpuplan_recompute_name(o.recompute),
+           (long long)o.micro_batch, (long long)(o.seq_len ? o.seq_len : m->seq_len),
+           (long long)o.tp, (long long)o.pp, (long long)o.dp, (long long)o.cp, (long long)o.ep,
+           gpuplan_dp_mode_name(o.dp_mode), gpuplan_schedule_name(o.schedule),
+           o.flash_attention ? "true" : "false");
+    printf("  \"worst\": ");
+    json_stage(&worst, 2);
+    if (per_rank) {
+      int64_t s;
+      printf(",\n  \"stages\": [");
+      for (s = 0; s < o.pp; s++) {
+        gpuplan_memory r;
+        gpuplan_memory_eval(c->ctx, m, g, &o, s, &r);
+        printf("%s\n    ", s ? "," : "");
+        json_stage(&r, 4);
+      }
+      printf("]");
+    }
+    printf(",\n  \"ladder\": [");
+    for (k = 0; k < nfix; k++) {
+      printf("%s\n    {\"step\": %zu, \"change\": ", k ? "," : "", k + 1);
+      json_str(stdout, fixes[k].what);
+      printf(", \"gpu\": ");
+      json_str(stdout, fixes[k].gpu->id);
+      printf(", \"gpus\": %lld, \"total_bytes\": %llu, \"capacity_bytes\": %llu, \"fits\": %s}",
+             (long long)fixes[k].gpus, (unsigned long long)fixes[k].total,
+             (unsigned long long)fixes[k].capacity, fixes[k].fits ? "true" : "false");
+    }
+    printf("%s]\n}\n", nfix ? "\n  " : "");
+    return EXIT_OK;
+  }
+
+  header(c, m, size > 0 ? model_name : m->id, g, gpus, &o, worst.params_total);
+  if (per_rank && o.pp > 1) {
+    int64_t s;
+    for (s = 0; s < o.pp; s++) {
+      gpuplan_memory r;
+      gpuplan_memory_eval(c->ctx, m, g, &o, s, &r);
+      print_stage(&r, g, 0);
+    }
+    printf("\nworst rank is stage %lld: %.2f GiB\n", (long long)worst.stage, gib(worst.total));
+  } else {
+    print_stage(&worst, g, 1);
+  }
+  if (nfix) {
+    printf("\nfix ladder (each step keeps the ones above it):\n");
+    for (k = 0; k < nfix; k++)
+      printf("  %zu. %-60s %8.2f GiB of %.2f  %s\n", k + 1, fixes[k].what, gib(fixes[k].total),
+             gib(fixes[k].capacity), fixes[k].fits ? "FITS" : "does not fit");
+    if (!fixes[nfix - 1].fits)
+      printf("  nothing on the ladder fits within %lld GPUs; try --max-gpus, tensor/pipeline "
+             "parallelism (--tp, --pp) or offload (--offload-optimizer)\n", (long long)max_gpus);
+  } else if (!worst.fits) {
+    printf("\nno rung of the fix ladder applies to this case\n");
+  }
+  return EXIT_OK;
+}
