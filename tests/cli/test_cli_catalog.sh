@@ -73,5 +73,27 @@ check "import refuses DDL" 1 "nothing written" -- "$gp" catalog import "$tmp/use
 printf 'garbage that is not sqlite at all, not even close....' > "$tmp/junk.sqlite"
 check "junk catalog" 1 "junk.sqlite" -- "$gp" --catalog "$tmp/junk.sqlite" catalog gpus
 
+# gpuplan plan: the seed's ticket and its errors.
+check "plan seed ticket" 0 "DOES NOT FIT" -- "$gp" plan 7B --gpu a100-40gb --precision fp16-mixed
+check "plan ladder" 0 "fix ladder" -- "$gp" plan 7B --gpu a100-40gb
+check "plan zero3 fits" 0 "FITS" -- "$gp" plan 7B --gpu a100-40gb --gpus 8 --zero 3 --seq 2048
+check "plan json" 0 '"total_bytes"' -- "$gp" plan llama-2-7b --gpu h100-sxm --json
+check "plan per-rank" 0 "worst rank is stage" -- "$gp" plan llama-2-13b --gpu h100-sxm --pp 4 --per-rank
+check "plan infer" 0 "KV cache" -- "$gp" plan llama-2-70b --gpu h200 --infer --tp 2 --batch 16 --context 4096
+check "plan node" 0 "Standard\|A100" -- "$gp" plan 7B --node Standard_ND96asr_v4 --zero 3
+check "plan vgpu slice" 0 "4.0 GiB each" -- "$gp" plan gpt2 --node NV6ads_A10_v5 --infer
+check "plan help" 0 "usage: gpuplan plan" -- "$gp" plan --help
+check "plan unknown model" 1 "did you mean llama-2-7b" -- "$gp" plan lamma-2-7b --gpu h100-sxm
+check "plan unknown gpu" 1 "unknown GPU" -- "$gp" plan llama-2-7b --gpu h10O-sxm
+check "plan heads/tp" 1 "tp: 3 does not divide" -- "$gp" plan llama-2-7b --gpu h100-sxm --tp 3
+check "plan layers/pp" 1 "pp: 5 does not divide" -- "$gp" plan llama-2-7b --gpu h100-sxm --pp 5
+check "plan gpus product" 1 "gpus (8) != dp" -- "$gp" plan llama-2-7b --gpu h100-sxm --gpus 8 --dp 3
+check "plan negative" 2 "not a non-negative integer" -- "$gp" plan llama-2-7b --gpu h100-sxm --micro-batch -2
+check "plan zero batch" 1 "micro_batch: must be at least 1" -- "$gp" plan llama-2-7b --gpu h100-sxm --micro-batch 0
+check "plan overflow" 1 "overflows 64 bits" -- "$gp" plan llama-2-7b --gpu h100-sxm --micro-batch 16000000 --seq 90000000
+check "plan bad enum" 2 "adamw" -- "$gp" plan llama-2-7b --gpu h100-sxm --optimizer lion
+check "plan cpu node" 1 "CPU-only" -- "$gp" plan 7B --node Standard_D16s_v5
+check "plan needs gpu" 2 "needs --gpu" -- "$gp" plan llama-2-7b
+
 echo "$pass passed, $fails failed"
 [ "$fails" = 0 ]

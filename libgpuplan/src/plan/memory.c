@@ -325,14 +325,17 @@ static double layer_act_per_token(const shape *sh, const gpuplan_memory_options 
                                   double s_local, double s_full, int with_scores) {
   double t = (double)o->tp, h = sh->h, f = sh->f, ad = sh->a * sh->d, kvd = sh->kv * sh->d;
   double mask = o->dropout ? 1 : 0;
-  double repl = 4 * h + 2 * h + 2 * h + 2 * mask * h;      /* norms, QKV in, fc1 in, masks */
-  double split = 2 * ad + 4 * kvd + 2 * ad                  /* Q, K, V, out-proj in */
-                 + (sh->swiglu ? 6 * f : 4 * f);            /* MLP intermediates */
-  double scores = 0;
-  if (sh->E > 1) split = 2 * ad + 4 * kvd + 2 * ad + sh->k * (sh->swiglu ? 6 * f : 4 * f);
+  /* fp32 training keeps 4-byte activations: the 16-bit terms double, the
+   * 1-byte dropout masks do not. */
+  double w = o->precision == GPUPLAN_PREC_FP32 ? 2 : 1;
+  double repl = w * (4 * h + 2 * h + 2 * h) + 2 * mask * h;  /* norms, QKV in, fc1 in | masks */
+  double mlp = sh->swiglu ? 6 * f : 4 * f;
+  double split, scores = 0;
+  if (sh->E > 1) mlp *= sh->k;
+  split = w * (2 * ad + 4 * kvd + 2 * ad + mlp);             /* Q, K, V, out-proj in, MLP */
   if (with_scores) {
     if (o->flash_attention) scores = 4 * sh->a;             /* fp32 LSE per head */
-    else scores = (o->dropout ? 5 : 3) * sh->a * s_full;    /* per query token */
+    else scores = (o->dropout ? 4 * w + 1 : 2 * w) * sh->a * s_full; /* softmax, dropout out | mask */
   }
   (void)s_local;
   if (o->sequence_parallel && o->tp > 1) return (repl + split + scores) / t;
@@ -533,7 +536,8 @@ static int eval_stage(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_gp
     per_tok = layer_act_per_token(&sh, o, s / cp, s, o->recompute == GPUPLAN_RECOMPUTE_NONE);
     act_layer = per_tok * tok;
     if (o->recompute == GPUPLAN_RECOMPUTE_FULL) {
-      double keep = 2 * sh.h * tok / (o->sequence_parallel && o->tp > 1 ? t : 1);
+      double keep = (o->precision == GPUPLAN_PREC_FP32 ? 4 : 2) * sh.h * tok /
+                    (o->sequence_parallel && o->tp > 1 ? t : 1);
       put(&a, GPUPLAN_MEM_ACTIVATIONS, keep * Ls * inflight,
           "2sbh per layer (layer input only) x layers x micro-batches in flight [Kor Table 2, full]");
       put(&a, GPUPLAN_MEM_RECOMPUTE,
@@ -553,7 +557,8 @@ static int eval_stage(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_gp
       put(&a, GPUPLAN_MEM_EMBEDDING_ACT, emb, "8sb (int64 ids) + sbh (embedding dropout mask) per micro-batch in flight [Kor/Meg]");
     }
     if (last) {
-      put(&a, GPUPLAN_MEM_LOGITS, (2 * sh.h / (o->sequence_parallel && o->tp > 1 ? t : 1) +
+      put(&a, GPUPLAN_MEM_LOGITS, ((o->precision == GPUPLAN_PREC_FP32 ? 4 : 2) * sh.h /
+                                       (o->sequence_parallel && o->tp > 1 ? t : 1) +
                                    4 * sh.V / t) * tok,
           "2sbh (final norm/projection input) + 4sbV/t (fp32 logits and loss) [Kor/Meg]");
     }
