@@ -145,6 +145,7 @@ static void print_stage(const gpuplan_memory *r, const gpuplan_gpu *g, int worst
   table_align(t, 1, 'r');
   table_align(t, 2, 'r');
   table_print(t, stdout);
+  table_free(t);
   if (r->fits)
     printf("FITS: %.2f GiB headroom (%.0f%% of the GPU used)\n", gib((uint64_t)r->headroom),
            100.0 * (double)r->total / (double)r->capacity);
