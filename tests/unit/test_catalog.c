@@ -10,28 +10,6 @@
 
 #include "testutil.h"
 
-typedef struct fixture {
-  counting c;
-  gpuplan_ctx *ctx;
-  gpuplan_catalog *cat;
-} fixture;
-
-static int setup(void **state) {
-  fixture *f = calloc(1, sizeof *f);
-  counting_init(&f->c);
-  f->ctx = counting_ctx(&f->c);
-  assert_int_equal(gpuplan_catalog_open_default(f->ctx, &f->cat), GPUPLAN_OK);
-  *state = f;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fixture *f = *state;
-  gpuplan_catalog_free(f->cat);
-  counting_done(&f->c, f->ctx);
-  free(f);
-  return 0;
-}
 
 static const gpuplan_gpu *gpu(fixture *f, const char *name) {
   const gpuplan_gpu *g = NULL;
@@ -370,7 +348,7 @@ static void test_catalog__import_is_all_or_nothing(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-#define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
+#define T(x) cmocka_unit_test_setup_teardown(x, fixture_setup, fixture_teardown)
     T(test_catalog__gpu_figures_match_the_reference),
     T(test_catalog__every_gpu_has_source_and_sane_units),
     T(test_catalog__lookup_ignores_case_and_separators),

@@ -11,13 +11,13 @@
 
 #include "testutil.h"
 
-typedef struct fixture {
+typedef struct ffixture {
   counting c;
   gpuplan_ctx *ctx;
-} fixture;
+} ffixture;
 
 static int setup(void **state) {
-  fixture *f = calloc(1, sizeof *f);
+  ffixture *f = calloc(1, sizeof *f);
   counting_init(&f->c);
   f->ctx = counting_ctx(&f->c);
   *state = f;
@@ -25,7 +25,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-  fixture *f = *state;
+  ffixture *f = *state;
   counting_done(&f->c, f->ctx);
   free(f);
   return 0;
@@ -62,7 +62,7 @@ static char *slurp(const char *path, size_t *n) {
 }
 
 /* A valid user catalog file with a few rows (created through the API). */
-static void make_catalog(fixture *f, const char *path) {
+static void make_catalog(ffixture *f, const char *path) {
   gpuplan_catalog *cat = NULL;
   unlink(path);
   assert_int_equal(gpuplan_catalog_open(f->ctx, path, GPUPLAN_CATALOG_CREATE, &cat),
@@ -79,7 +79,7 @@ static void make_catalog(fixture *f, const char *path) {
   gpuplan_catalog_free(cat);
 }
 
-static void expect_open(fixture *f, const char *path, unsigned flags, int code,
+static void expect_open(ffixture *f, const char *path, unsigned flags, int code,
                         const char *needle) {
   gpuplan_catalog *cat = (gpuplan_catalog *)f;
   int rc = gpuplan_catalog_open(f->ctx, path, flags, &cat);
@@ -92,7 +92,7 @@ static void expect_open(fixture *f, const char *path, unsigned flags, int code,
 }
 
 static void test_faults__missing_file_is_enotfound(void **state) {
-  fixture *f = *state;
+  ffixture *f = *state;
   char path[512];
   tmp_path(path, sizeof path, "does-not-exist.sqlite");
   unlink(path);
@@ -101,7 +101,7 @@ static void test_faults__missing_file_is_enotfound(void **state) {
 }
 
 static void test_faults__bad_arguments(void **state) {
-  fixture *f = *state;
+  ffixture *f = *state;
   gpuplan_catalog *cat;
   expect_open(f, "", 0, GPUPLAN_EINVAL, "path");
   expect_open(f, "x.sqlite", 0x100, GPUPLAN_EINVAL, "flags");
@@ -114,7 +114,7 @@ static void test_faults__bad_arguments(void **state) {
 }
 
 static void test_faults__directory_is_eio(void **state) {
-  fixture *f = *state;
+  ffixture *f = *state;
   char path[512];
   tmp_path(path, sizeof path, "a-directory");
   mkdir(path, 0755);
@@ -123,7 +123,7 @@ static void test_faults__directory_is_eio(void **state) {
 }
 
 static void test_faults__text_file_is_not_a_catalog(void **state) {
-  fixture *f = *state;
+  ffixture *f = *state;
   char path[512];
   const char text[] = "sku,architecture\nH100,Hopper\n"
                       "this is a CSV file, not a SQLite database at all..........";
@@ -135,7 +135,7 @@ static void test_faults__text_file_is_not_a_catalog(void **state) {
 }
 
 static void test_faults__empty_file_without_create(void **state) {
-  fixture *f = *state;
+  ffixture *f = *state;
   char path[512];
   gpuplan_catalog *cat = NULL;
   tmp_path(path, sizeof path, "empty.sqlite");
@@ -150,7 +150,7 @@ static void test_faults__empty_file_without_create(void **state) {
 }
 
 static void test_faults__foreign_sqlite_database(void **state) {
-  fixture *f = *state;
+  ffixture *f = *state;
   char path[512];
   tmp_path(path, sizeof path, "foreign.sqlite");
   unlink(path);
@@ -160,7 +160,7 @@ static void test_faults__foreign_sqlite_database(void **state) {
 }
 
 static void test_faults__future_schema_is_refused(void **state) {
-  fixture *f = *state;
+  ffixture *f = *state;
   char path[512];
   tmp_path(path, sizeof path, "future.sqlite");
   make_catalog(f, path);
@@ -171,7 +171,7 @@ static void test_faults__future_schema_is_refused(void **state) {
 }
 
 static void test_faults__old_schema_is_migrated_forward(void **state) {
-  fixture *f = *state;
+  ffixture *f = *state;
   char path[512], schema[1024];
   const char *src = getenv("GPUPLAN_SOURCE_DIR");
   gpuplan_catalog *cat = NULL;
@@ -201,7 +201,7 @@ static void test_faults__old_schema_is_migrated_forward(void **state) {
 }
 
 static void test_faults__truncated_file(void **state) {
-  fixture *f = *state;
+  ffixture *f = *state;
   char path[512];
   size_t n;
   char *data;
@@ -216,7 +216,7 @@ static void test_faults__truncated_file(void **state) {
 }
 
 static void test_faults__corrupt_pages(void **state) {
-  fixture *f = *state;
+  ffixture *f = *state;
   char path[512];
   size_t n, i;
   char *data;
@@ -232,7 +232,7 @@ static void test_faults__corrupt_pages(void **state) {
 }
 
 static void test_faults__read_only_catalog_refuses_writes(void **state) {
-  fixture *f = *state;
+  ffixture *f = *state;
   char path[512];
   gpuplan_catalog *cat = NULL;
   tmp_path(path, sizeof path, "ro.sqlite");
@@ -248,7 +248,7 @@ static void test_faults__read_only_catalog_refuses_writes(void **state) {
 }
 
 static void test_faults__bad_rows_in_a_user_file(void **state) {
-  fixture *f = *state;
+  ffixture *f = *state;
   char path[512];
   tmp_path(path, sizeof path, "badrows.sqlite");
   make_catalog(f, path);

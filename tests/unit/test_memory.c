@@ -10,28 +10,6 @@
 
 #include "testutil.h"
 
-typedef struct fixture {
-  counting c;
-  gpuplan_ctx *ctx;
-  gpuplan_catalog *cat;
-} fixture;
-
-static int setup(void **state) {
-  fixture *f = calloc(1, sizeof *f);
-  counting_init(&f->c);
-  f->ctx = counting_ctx(&f->c);
-  assert_int_equal(gpuplan_catalog_open_default(f->ctx, &f->cat), GPUPLAN_OK);
-  *state = f;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fixture *f = *state;
-  gpuplan_catalog_free(f->cat);
-  counting_done(&f->c, f->ctx);
-  free(f);
-  return 0;
-}
 
 static const gpuplan_model *model(fixture *f, const char *n) {
   const gpuplan_model *m;
@@ -353,6 +331,36 @@ static void test_memory__bad_input_names_the_field(void **state) {
   assert_non_null(strstr(gpuplan_errmsg(f->ctx), "adamw"));
 }
 
+/* Context parallelism splits tokens; expert parallelism splits experts;
+ * HYBRID_SHARD shards over the shard group only. */
+static void test_memory__cp_ep_hybrid(void **state) {
+  fixture *f = *state;
+  gpuplan_memory_options o = GPUPLAN_MEMORY_OPTIONS_INIT;
+  gpuplan_memory r1, r2;
+  const gpuplan_model *mx = model(f, "mixtral-8x7b"), *m = model(f, "llama-2-7b");
+  eval(f, m, gpu(f, "h100 sxm"), &o, 0, &r1);
+  o.cp = 4;
+  eval(f, m, gpu(f, "h100 sxm"), &o, 0, &r2);
+  NEAR(r2.item[GPUPLAN_MEM_ACTIVATIONS].bytes, r1.item[GPUPLAN_MEM_ACTIVATIONS].bytes / 4.0, 4);
+  o.cp = 1;
+  o.dp = 8;
+  eval(f, mx, gpu(f, "h100 sxm"), &o, 0, &r1);
+  o.ep = 8;
+  eval(f, mx, gpu(f, "h100 sxm"), &o, 0, &r2);
+  /* 8 experts over 8 ranks: one expert's MLP each, 3 x h x f per layer. */
+  NEAR(r1.params_rank - r2.params_rank, 32.0 * 7 * 3 * 4096 * 14336, 64);
+  assert_true(r2.item[GPUPLAN_MEM_MOE_A2A].bytes > 0);
+  o.ep = 1;
+  o.dp_mode = GPUPLAN_DP_FSDP_HYBRID;
+  o.convention = GPUPLAN_CONV_FSDP;
+  o.shard_group = 4;
+  eval(f, m, gpu(f, "h100 sxm"), &o, 0, &r1);
+  NEAR(r1.item[GPUPLAN_MEM_OPTIMIZER].bytes, r1.params_rank * 8 / 4, 8);
+  o.dp_mode = GPUPLAN_DP_FSDP_FULL;
+  eval(f, m, gpu(f, "h100 sxm"), &o, 0, &r2);
+  NEAR(r2.item[GPUPLAN_MEM_OPTIMIZER].bytes, r2.params_rank * 8 / 8, 8);
+}
+
 static void test_memory__params_from_shape(void **state) {
   fixture *f = *state;
   /* Published counts (HF configs), from the shape alone. */
@@ -364,7 +372,7 @@ static void test_memory__params_from_shape(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-#define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
+#define T(x) cmocka_unit_test_setup_teardown(x, fixture_setup, fixture_teardown)
     T(test_memory__seed_7b_ticket),
     T(test_memory__zero_table_1),
     T(test_memory__korthikanti_table_2),
@@ -376,6 +384,7 @@ int main(void) {
     T(test_memory__fix_ladder_for_the_ticket),
     T(test_memory__bad_input_names_the_field),
     T(test_memory__params_from_shape),
+    T(test_memory__cp_ep_hybrid),
   };
   return cmocka_run_group_tests_name("memory", tests, NULL, NULL);
 }

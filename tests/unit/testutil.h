@@ -84,4 +84,28 @@ static inline void tmp_path(char *buf, size_t cap, const char *name) {
   snprintf(buf, cap, "%s/%s", dir ? dir : ".", name);
 }
 
+/* A fixture: a counting context and the built-in catalog. */
+typedef struct fixture {
+  counting c;
+  gpuplan_ctx *ctx;
+  gpuplan_catalog *cat;
+} fixture;
+
+static inline int fixture_setup(void **state) {
+  fixture *f = calloc(1, sizeof *f);
+  counting_init(&f->c);
+  f->ctx = counting_ctx(&f->c);
+  assert_int_equal(gpuplan_catalog_open_default(f->ctx, &f->cat), GPUPLAN_OK);
+  *state = f;
+  return 0;
+}
+
+static inline int fixture_teardown(void **state) {
+  fixture *f = *state;
+  gpuplan_catalog_free(f->cat);
+  counting_done(&f->c, f->ctx);
+  free(f);
+  return 0;
+}
+
 #endif
