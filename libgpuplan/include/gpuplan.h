@@ -11,5 +11,6 @@
 #include "gpuplan/ctx.h"
 #include "gpuplan/catalog.h"
 #include "gpuplan/memory.h"
+#include "gpuplan/allocator.h"
 
 #endif /* GPUPLAN_H */

@@ -29,7 +29,8 @@ enum gpuplan_status {
   GPUPLAN_EINTERRUPTED = -10, /**< a callback asked to stop */
   GPUPLAN_EMISUSE      = -11, /**< the API was called in a way it forbids (NULL handle, ...) */
   GPUPLAN_EUSER        = -12, /**< a user callback failed; the binding keeps its error */
-  GPUPLAN_EAMBIGUOUS   = -13  /**< a name matches several catalog rows */
+  GPUPLAN_EAMBIGUOUS   = -13, /**< a name matches several catalog rows */
+  GPUPLAN_EOOM         = -14  /**< the simulated GPU is out of memory (PyTorch's OOM text in errmsg) */
 };
 
 /**

@@ -23,6 +23,7 @@ static const struct {
   {GPUPLAN_EMISUSE, "GPUPLAN_EMISUSE", "library misuse"},
   {GPUPLAN_EUSER, "GPUPLAN_EUSER", "user callback failed"},
   {GPUPLAN_EAMBIGUOUS, "GPUPLAN_EAMBIGUOUS", "ambiguous name"},
+  {GPUPLAN_EOOM, "GPUPLAN_EOOM", "device out of memory"},
 };
 
 const char *gpuplan_errstr(int code) {

@@ -1,0 +1,209 @@
+/*
+ * gpuplan/allocator.h: PyTorch's CUDA caching allocator, rule for rule.
+ *
+ * A model of the native `c10/cuda/CUDACachingAllocator.cpp` backend for one
+ * device: size rounding (roundup_power2_divisions), small and large pools,
+ * segment sizes, best-fit search by (stream, size, address), splitting and
+ * merging, max_split_size, garbage_collection_threshold with a memory
+ * fraction, the free-and-retry path, statistics and the exact OOM text.
+ * Rules are numbered as in ../shared/reference/allocator-rules.md (R1-R32);
+ * docs/allocator.md maps them to the code.
+ *
+ * Device memory itself comes from a device (gpuplan_device_ops): the
+ * built-in mock device (a capacity and a 2 MiB-granular address space) or
+ * one supplied by the caller (a replay that must reproduce recorded
+ * addresses, a real GPU).
+ */
+#ifndef GPUPLAN_ALLOCATOR_H
+#define GPUPLAN_ALLOCATOR_H
+
+#include "common.h"
+#include "ctx.h"
+
+GPUPLAN_BEGIN_DECLS
+
+/** Which PyTorch release's behaviour to reproduce where releases differ. */
+typedef enum gpuplan_torch_version {
+  GPUPLAN_TORCH_LATEST = 0, /**< recent main (~2.10+): d > 1 rounding, new '>' fill, docs.pytorch.org URL */
+  GPUPLAN_TORCH_2_0 = 1,    /**< <= 2.0: old OOM text, d > 0 rounding, old '>' fill */
+  GPUPLAN_TORCH_2_X = 2     /**< 2.1 to ~2.9: current OOM text with the old URL, d > 0 rounding, old '>' fill */
+} gpuplan_torch_version;
+
+#define GPUPLAN_ALLOC_CONF_VERSION 1
+
+/** Allocator settings, as PYTORCH_CUDA_ALLOC_CONF sets them. */
+typedef struct gpuplan_alloc_conf {
+  unsigned version;                 /**< GPUPLAN_ALLOC_CONF_VERSION */
+  gpuplan_torch_version torch;
+  uint64_t max_split_size;          /**< bytes; UINT64_MAX = unlimited (default) */
+  uint64_t max_non_split_rounding;  /**< bytes; 20 MiB default */
+  unsigned roundup_divisions[16];   /**< per size interval (R4); 0 = off */
+  double garbage_collection_threshold; /**< (0, 1); 0 = off (needs a memory fraction) */
+  int expandable_segments;
+  uint64_t large_segment_size;      /**< 20 MiB */
+  double memory_fraction;           /**< set_per_process_memory_fraction; 1 = none */
+} gpuplan_alloc_conf;
+
+/**
+ * Parse a PYTORCH_CUDA_ALLOC_CONF string ("expandable_segments:True,
+ * max_split_size_mb:128", "roundup_power2_divisions:[256:1,512:2,>:8]",
+ * "garbage_collection_threshold:0.6", ...) into defaults-plus-settings, as
+ * the given release parses it.  NULL or "" gives the defaults.
+ *
+ * @return GPUPLAN_OK or GPUPLAN_EINVAL naming the key and the allowed values
+ *         (max_split_size_mb must be >= 20, divisions powers of two, ...).
+ * @errors any  @threads ctx  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_alloc_conf_parse(gpuplan_ctx *ctx, const char *conf,
+                                         gpuplan_torch_version torch,
+                                         gpuplan_alloc_conf *out);
+
+/** The device under an allocator: where segments come from. */
+typedef struct gpuplan_device_ops {
+  /** Reserve size bytes; GPUPLAN_OK with *addr_out, or GPUPLAN_ENOTFOUND when the device is full. */
+  int (*malloc)(void *payload, uint64_t size, uint64_t *addr_out);
+  /** Return a segment. */
+  void (*free)(void *payload, uint64_t addr, uint64_t size);
+  /** cudaMemGetInfo. */
+  void (*mem_info)(void *payload, uint64_t *free_out, uint64_t *total_out);
+  void *payload;
+} gpuplan_device_ops;
+
+/** Trace actions, as in torch.cuda.memory._snapshot()'s device_traces. */
+typedef enum gpuplan_alloc_action {
+  GPUPLAN_ACT_ALLOC = 0,
+  GPUPLAN_ACT_FREE_REQUESTED,
+  GPUPLAN_ACT_FREE_COMPLETED,
+  GPUPLAN_ACT_SEGMENT_ALLOC,
+  GPUPLAN_ACT_SEGMENT_FREE,
+  GPUPLAN_ACT_SEGMENT_MAP,
+  GPUPLAN_ACT_SEGMENT_UNMAP,
+  GPUPLAN_ACT_OOM,
+  GPUPLAN_ACT_SNAPSHOT
+} gpuplan_alloc_action;
+
+/** One trace entry. */
+typedef struct gpuplan_alloc_event {
+  gpuplan_alloc_action action;
+  uint64_t addr;         /**< block or segment start (0 for oom) */
+  uint64_t size;         /**< as PyTorch records it (requested size for alloc/free) */
+  uint64_t stream;
+  uint64_t device_free;  /**< oom only */
+} gpuplan_alloc_event;
+
+/** Callback receiving every trace entry the allocator produces. */
+typedef void (*gpuplan_alloc_trace_fn)(void *payload, const gpuplan_alloc_event *ev);
+
+/** One statistic, as c10's Stat. */
+typedef struct gpuplan_stat {
+  int64_t current, peak, allocated, freed;
+} gpuplan_stat;
+
+/** Indexes of gpuplan_stat arrays: all, small pool, large pool. */
+enum { GPUPLAN_POOL_ALL = 0, GPUPLAN_POOL_SMALL = 1, GPUPLAN_POOL_LARGE = 2 };
+
+/** torch.cuda.memory_stats(), the keys that apply to the model. */
+typedef struct gpuplan_alloc_stats {
+  gpuplan_stat allocation[3], segment[3], active[3], inactive_split[3];
+  gpuplan_stat allocated_bytes[3], reserved_bytes[3], active_bytes[3];
+  gpuplan_stat inactive_split_bytes[3], requested_bytes[3];
+  gpuplan_stat oversize_allocations, oversize_segments;
+  int64_t num_alloc_retries, num_ooms, num_sync_all_streams;
+  int64_t num_device_alloc, num_device_free;
+  int64_t max_split_size;  /**< -1 = unlimited */
+} gpuplan_alloc_stats;
+
+typedef struct gpuplan_cca gpuplan_cca;
+
+/**
+ * Create an allocator over a device.
+ * @param conf    NULL for the defaults of the latest release.
+ * @param capacity  bytes PyTorch can get from the built-in mock device
+ *                (used when device is NULL): cudaMalloc succeeds iff the
+ *                segment fits in capacity - reserved.
+ * @param device  NULL for the built-in mock device; otherwise copied.
+ * @param[out] out  the allocator, freed with gpuplan_cca_free().
+ * @return GPUPLAN_OK, GPUPLAN_ENOMEM, GPUPLAN_EINVAL.
+ * @errors nomem  @threads ctx  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_cca_new(gpuplan_ctx *ctx, const gpuplan_alloc_conf *conf,
+                                      uint64_t capacity, const gpuplan_device_ops *device,
+                                      gpuplan_cca **out);
+
+/** Free an allocator (its device segments are returned first).  Accepts NULL. */
+GPUPLAN_API void gpuplan_cca_free(gpuplan_cca *a);
+
+/** Receive every trace entry (NULL to stop).  @threads ctx */
+GPUPLAN_API void gpuplan_cca_set_trace(gpuplan_cca *a, gpuplan_alloc_trace_fn fn,
+                                             void *payload);
+
+/**
+ * torch's malloc: allocate size bytes on stream.
+ * @param[out] addr_out  the block address (0 for size 0).
+ * @return GPUPLAN_OK; GPUPLAN_EOOM (the simulated device is out of memory:
+ *         gpuplan_errmsg() is PyTorch's OutOfMemoryError text, number for
+ *         number); GPUPLAN_ENOMEM (host memory).
+ * @errors any  @threads ctx  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_cca_malloc(gpuplan_cca *a, uint64_t size, uint64_t stream,
+                                         uint64_t *addr_out);
+
+/**
+ * torch's free of the block at addr.
+ * @return GPUPLAN_OK, or GPUPLAN_EINVAL when addr is not an allocated block.
+ * @errors any  @threads ctx  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_cca_release(gpuplan_cca *a, uint64_t addr);
+
+/** torch.cuda.empty_cache(): return every whole free segment (R19). */
+GPUPLAN_API void gpuplan_cca_empty_cache(gpuplan_cca *a);
+
+/** The statistics (borrowed; valid while the allocator lives). */
+GPUPLAN_API const gpuplan_alloc_stats *gpuplan_cca_stats(const gpuplan_cca *a);
+
+/** The configuration in force (borrowed). */
+GPUPLAN_API const gpuplan_alloc_conf *gpuplan_cca_conf(const gpuplan_cca *a);
+
+/** Largest free cached block and total free cached bytes (fragmentation view). */
+GPUPLAN_API void gpuplan_cca_free_space(const gpuplan_cca *a, uint64_t *largest_out,
+                                              uint64_t *total_out);
+
+/** A block of a segment. */
+typedef struct gpuplan_block_info {
+  uint64_t addr, size, requested;
+  int state;  /**< 0 inactive, 1 active_allocated */
+} gpuplan_block_info;
+
+/** A segment (cudaMalloc) with its blocks, as in the snapshot's "segments". */
+typedef struct gpuplan_segment_info {
+  uint64_t addr, total_size, allocated_size, requested_size, stream;
+  int large;       /**< segment_type "large" */
+  int expandable;
+  size_t nblocks;
+} gpuplan_segment_info;
+
+/** Number of segments. */
+GPUPLAN_API size_t gpuplan_cca_segment_count(const gpuplan_cca *a);
+
+/**
+ * Segment i in address order, and up to cap of its blocks in address order.
+ * @return GPUPLAN_OK or GPUPLAN_EINVAL (i out of range).
+ * @threads ctx
+ */
+GPUPLAN_API int gpuplan_cca_segment(gpuplan_cca *a, size_t i,
+                                          gpuplan_segment_info *seg_out,
+                                          gpuplan_block_info *blocks, size_t cap);
+
+/**
+ * The memory_summary() report (memory.py's table), NUL-terminated.
+ * @param[out] out  free with gpuplan_free(ctx, *out).
+ * @errors nomem  @threads ctx  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_cca_summary(gpuplan_cca *a, char **out);
+
+/** PyTorch's format_size(): "512 bytes", "2.00 MiB", "1.50 GiB" into buf. */
+GPUPLAN_API void gpuplan_format_size(uint64_t bytes, char *buf, size_t cap);
+
+GPUPLAN_END_DECLS
+
+#endif /* GPUPLAN_ALLOCATOR_H */
