@@ -63,5 +63,8 @@ void table_free(table *t);
 /* Commands. */
 int cmd_catalog(cli *c, int argc, char **argv);
 int cmd_plan(cli *c, int argc, char **argv);
+int cmd_replay(cli *c, int argc, char **argv);
+int cmd_simulate(cli *c, int argc, char **argv);
+int cmd_explain(cli *c, int argc, char **argv);
 
 #endif

@@ -187,8 +187,72 @@ static void json_stage(const gpuplan_memory *r, int indent) {
   printf("}");
 }
 
-int cmd_plan(cli *c, int argc, char **argv) {
+static const char simulate_usage[] =
+    "usage: gpuplan simulate MODEL --gpu SKU [plan options] [--steps N]\n"
+    "                        [--alloc-conf STRING] [--keep-grads] [--json]\n"
+    "\n"
+    "Run training steps of the worst rank through gpuplan's model of PyTorch's\n"
+    "caching allocator on a mock GPU (the SKU's memory minus the CUDA context,\n"
+    "NCCL buffers and cuBLAS workspace): parameters at setup, gradients in the\n"
+    "first backward, optimizer states at the first step, activations per layer.\n"
+    "Reports peak allocated and reserved, fragmentation, the first OOM (step,\n"
+    "operation, PyTorch's message) and the comparison with `gpuplan plan`.\n"
+    "\n"
+    "  --steps N          training steps [2]\n"
+    "  --alloc-conf S     PYTORCH_CUDA_ALLOC_CONF, e.g. expandable_segments:True\n"
+    "  --keep-grads       zero_grad(set_to_none=False): gradients persist\n"
+    "All options of `gpuplan plan` apply (see gpuplan plan --help).\n";
+
+static void print_sim(const gpuplan_sim_result *r, const gpuplan_sim_options *so, int json) {
+  if (json) {
+    printf("{\n  \"steps\": %lld,\n  \"alloc_conf\": ", (long long)r->steps_done);
+    json_str(stdout, so->alloc_conf);
+    printf(",\n  \"set_to_none\": %s,\n  \"ops\": %llu,\n  \"capacity_bytes\": %llu,\n"
+           "  \"peak_allocated_bytes\": %llu,\n  \"peak_reserved_bytes\": %llu,\n"
+           "  \"allocated_at_peak_reserved_bytes\": %llu,\n  \"largest_free_at_peak_bytes\": %llu,\n"
+           "  \"total_free_at_peak_bytes\": %llu,\n  \"fragmentation\": ",
+           so->set_to_none ? "true" : "false", (unsigned long long)r->ops,
+           (unsigned long long)r->capacity, (unsigned long long)r->peak_allocated,
+           (unsigned long long)r->peak_reserved, (unsigned long long)r->allocated_at_peak_reserved,
+           (unsigned long long)r->largest_free_at_peak, (unsigned long long)r->total_free_at_peak);
+    json_num(stdout, r->fragmentation);
+    printf(",\n  \"analytic_bytes\": %llu,\n  \"vs_analytic\": ", (unsigned long long)r->analytic_bytes);
+    json_num(stdout, r->vs_analytic);
+    printf(",\n  \"num_alloc_retries\": %lld,\n  \"num_ooms\": %lld,\n  \"oom\": %s",
+           (long long)r->num_alloc_retries, (long long)r->num_ooms, r->oom ? "true" : "false");
+    if (r->oom) {
+      printf(",\n  \"oom_step\": %lld,\n  \"oom_op\": ", (long long)r->oom_step);
+      json_str(stdout, r->oom_op);
+      printf(",\n  \"oom_message\": ");
+      json_str(stdout, r->oom_message);
+    }
+    printf("\n}\n");
+    return;
+  }
+  printf("\nsimulated on the caching-allocator model (alloc conf '%s', %s), %.2f GiB for PyTorch:\n",
+         so->alloc_conf ? so->alloc_conf : "", so->set_to_none ? "zero_grad(set_to_none=True)" : "gradients kept",
+         (double)r->capacity / 1073741824.0);
+  printf("  steps completed      %lld (%llu allocations and frees)\n", (long long)r->steps_done,
+         (unsigned long long)r->ops);
+  printf("  peak allocated       %8.2f GiB  (analytic model: %.2f GiB, %+.1f%%)\n",
+         (double)r->peak_allocated / 1073741824.0, (double)r->analytic_bytes / 1073741824.0,
+         100 * r->vs_analytic);
+  printf("  peak reserved        %8.2f GiB\n", (double)r->peak_reserved / 1073741824.0);
+  printf("  fragmentation        %8.3f  (1 - peak allocated / peak reserved)\n", r->fragmentation);
+  printf("  at peak reserved     %.2f GiB cached free, largest free block %.2f GiB\n",
+         (double)r->total_free_at_peak / 1073741824.0, (double)r->largest_free_at_peak / 1073741824.0);
+  printf("  cudaMalloc retries   %lld\n", (long long)r->num_alloc_retries);
+  if (r->oom) printf("OUT OF MEMORY in %s:\n%s\n", r->oom_op, r->oom_message);
+}
+
+static int plan_main(cli *c, int argc, char **argv, int simulate);
+
+int cmd_plan(cli *c, int argc, char **argv) { return plan_main(c, argc, argv, 0); }
+int cmd_simulate(cli *c, int argc, char **argv) { return plan_main(c, argc, argv, 1); }
+
+static int plan_main(cli *c, int argc, char **argv, int simulate) {
   gpuplan_memory_options o = GPUPLAN_MEMORY_OPTIONS_INIT;
+  gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
   const char *model_name = NULL, *gpu_name = NULL, *node_name = NULL;
   int64_t gpus = 0, nodes = 1, max_gpus = 0, v;
   int json = 0, per_rank = 0, dp_given = 0, i, rc, e;
@@ -226,9 +290,17 @@ int cmd_plan(cli *c, int argc, char **argv) {
   for (i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (cli_is_help(a)) {
+      if (simulate) fputs(simulate_usage, stdout);
       fputs(plan_usage, stdout);
       return EXIT_OK;
     } else if (strcmp(a, "--json") == 0) json = 1;
+    else if (simulate && strcmp(a, "--keep-grads") == 0) so.set_to_none = 0;
+    else if (simulate && strcmp(a, "--alloc-conf") == 0) { NEED_VALUE(); so.alloc_conf = argv[++i]; }
+    else if (simulate && strcmp(a, "--steps") == 0) {
+      NEED_VALUE();
+      if ((rc = num(c, a, argv[++i], &v))) return rc;
+      so.steps = v;
+    }
     else if (strcmp(a, "--per-rank") == 0) per_rank = 1;
     else if (strcmp(a, "--train") == 0) o.workload = GPUPLAN_TRAIN;
     else if (strcmp(a, "--infer") == 0) o.workload = GPUPLAN_INFER;
@@ -350,6 +422,15 @@ int cmd_plan(cli *c, int argc, char **argv) {
 
   rc = gpuplan_memory_eval(c->ctx, m, g, &o, GPUPLAN_STAGE_WORST, &worst);
   if (rc) return cli_fail(c, EXIT_RUNTIME, "plan: %s", gpuplan_errmsg(c->ctx));
+  if (simulate) {
+    gpuplan_sim_result sr;
+    if (!so.steps) so.steps = 2;
+    rc = gpuplan_simulate(c->ctx, m, g, &o, &so, &sr);
+    if (rc) return cli_fail(c, EXIT_RUNTIME, "simulate: %s", gpuplan_errmsg(c->ctx));
+    if (!json) header(c, m, size > 0 ? model_name : m->id, g, gpus, &o, worst.params_total);
+    print_sim(&sr, &so, json);
+    return EXIT_OK;
+  }
   if (!worst.fits) {
     rc = gpuplan_memory_ladder(c->ctx, c->cat, m, g, &o, max_gpus, fixes,
                                sizeof fixes / sizeof fixes[0], &nfix);

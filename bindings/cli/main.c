@@ -13,6 +13,9 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  plan      per-GPU memory for training or serving a model; what to change\n"
+    "  simulate  run training steps through PyTorch's allocator on a mock GPU\n"
+    "  replay    replay a PyTorch memory snapshot through the allocator model\n"
+    "  explain-oom  read a PyTorch OOM message: fragmentation or real demand\n"
     "  catalog   list and show GPUs, nodes/VMs, models and fabrics\n"
     "  version   print the version of the command and the library\n"
     "  help      show this help, or a command's (gpuplan help catalog)\n"
@@ -78,6 +81,9 @@ static int dispatch(cli *c, int argc, char **argv) {
   const char *cmd = argv[0];
   if (strcmp(cmd, "catalog") == 0) return cmd_catalog(c, argc, argv);
   if (strcmp(cmd, "plan") == 0) return cmd_plan(c, argc, argv);
+  if (strcmp(cmd, "replay") == 0) return cmd_replay(c, argc, argv);
+  if (strcmp(cmd, "simulate") == 0) return cmd_simulate(c, argc, argv);
+  if (strcmp(cmd, "explain-oom") == 0) return cmd_explain(c, argc, argv);
   if (strcmp(cmd, "version") == 0) return cmd_version(c, argc, argv);
   if (strcmp(cmd, "help") == 0) {
     if (argc > 1) {

@@ -12,5 +12,7 @@
 #include "gpuplan/catalog.h"
 #include "gpuplan/memory.h"
 #include "gpuplan/allocator.h"
+#include "gpuplan/replay.h"
+#include "gpuplan/simulate.h"
 
 #endif /* GPUPLAN_H */

@@ -341,6 +341,71 @@ static void test_cca__oom_text_versions_and_fraction(void **state) {
   assert_int_equal(gpuplan_cca_release(f->a, 12345), GPUPLAN_EINVAL);
 }
 
+/* E1-E3 (expandable segments, hand-derived in the rules). */
+static void test_cca__e1_expandable_growth(void **state) {
+  cfix *f = *state;
+  gpuplan_segment_info si;
+  gpuplan_block_info bi[8];
+  mk(f, "expandable_segments:True", 80 * GiB);
+  A(f, 15 * MiB);
+  EQ(ALLOC(f), 15 * MiB); EQ(RES(f), 20 * MiB);
+  EQ(ST(f)->segment[GPUPLAN_POOL_ALL].current, 0); EQ(ST(f)->num_device_alloc, 1);
+  EQ(ISPLIT(f), 0);
+  A(f, 15 * MiB);
+  EQ(ALLOC(f), 30 * MiB); EQ(RES(f), 40 * MiB); EQ(ST(f)->num_device_alloc, 2);
+  /* The snapshot view: one contiguous mapped range of 40 MiB, 15 + 15 + 10. */
+  EQ(gpuplan_cca_segment_count(f->a), 1);
+  assert_int_equal(gpuplan_cca_segment(f->a, 0, &si, bi, 8), GPUPLAN_OK);
+  EQ(si.total_size, 40 * MiB); EQ(si.expandable, 1); EQ(si.nblocks, 3);
+  EQ(bi[0].size, 15 * MiB); EQ(bi[1].size, 15 * MiB); EQ(bi[2].size, 10 * MiB); EQ(bi[2].state, 0);
+  /* Without expandable segments (S5 twice): 32 MiB allocated, 32 reserved. */
+  mk(f, NULL, 80 * GiB);
+  A(f, 15 * MiB);
+  A(f, 15 * MiB);
+  EQ(ALLOC(f), 32 * MiB); EQ(RES(f), 32 * MiB);
+}
+
+static void test_cca__e2_expandable_avoids_the_s8_oom(void **state) {
+  cfix *f = *state;
+  uint64_t x;
+  mk(f, "expandable_segments:True", 100 * MiB);
+  x = A(f, 60 * MiB);
+  EQ(RES(f), 60 * MiB);
+  F(f, x);
+  A(f, 10 * MiB);
+  A(f, 60 * MiB);
+  EQ(ALLOC(f), 70 * MiB); EQ(RES(f), 80 * MiB); EQ(ST(f)->num_ooms, 0);
+}
+
+static void test_cca__e3_expandable_unmap(void **state) {
+  cfix *f = *state;
+  uint64_t x, y;
+  mk(f, "expandable_segments:True", 80 * GiB);
+  x = A(f, 15 * MiB);
+  y = A(f, 15 * MiB);
+  F(f, x);
+  F(f, y);
+  gpuplan_cca_empty_cache(f->a);
+  EQ(RES(f), 0); EQ(gpuplan_cca_segment_count(f->a), 0);
+  mk(f, "expandable_segments:True", 80 * GiB);
+  x = A(f, 15 * MiB);
+  y = A(f, 15 * MiB);
+  F(f, y);
+  gpuplan_cca_empty_cache(f->a);
+  EQ(RES(f), 20 * MiB); EQ(ALLOC(f), 15 * MiB);
+  {
+    gpuplan_segment_info si;
+    gpuplan_block_info bi[4];
+    EQ(gpuplan_cca_segment_count(f->a), 1);
+    assert_int_equal(gpuplan_cca_segment(f->a, 0, &si, bi, 4), GPUPLAN_OK);
+    EQ(si.total_size, 20 * MiB); EQ(si.nblocks, 2); EQ(bi[1].size, 5 * MiB); EQ(bi[1].state, 0);
+  }
+  /* Growing again reuses the released address range. */
+  A(f, 15 * MiB);
+  EQ(RES(f), 40 * MiB); EQ(ALLOC(f), 30 * MiB);
+  F(f, x);
+}
+
 static void test_cca__format_size(void **state) {
   char b[32];
   (void)state;
@@ -427,6 +492,9 @@ int main(void) {
     T(test_cca__s17_oom_shows_segment_size),
     T(test_cca__s19_max_split_trap),
     T(test_cca__oom_text_versions_and_fraction),
+    T(test_cca__e1_expandable_growth),
+    T(test_cca__e2_expandable_avoids_the_s8_oom),
+    T(test_cca__e3_expandable_unmap),
     T(test_cca__format_size),
     T(test_cca__conf_errors_name_the_key),
     T(test_cca__host_oom_sweep),

@@ -67,6 +67,11 @@ typedef struct gpuplan_device_ops {
   /** cudaMemGetInfo. */
   void (*mem_info)(void *payload, uint64_t *free_out, uint64_t *total_out);
   void *payload;
+  /** Optional (expandable segments): back size bytes of physical pages;
+   * GPUPLAN_OK or GPUPLAN_ENOTFOUND when full.  NULL: always succeeds. */
+  int (*map)(void *payload, uint64_t size);
+  /** Optional: release size bytes of physical pages. */
+  void (*unmap)(void *payload, uint64_t size);
 } gpuplan_device_ops;
 
 /** Trace actions, as in torch.cuda.memory._snapshot()'s device_traces. */
@@ -203,6 +208,51 @@ GPUPLAN_API int gpuplan_cca_summary(gpuplan_cca *a, char **out);
 
 /** PyTorch's format_size(): "512 bytes", "2.00 MiB", "1.50 GiB" into buf. */
 GPUPLAN_API void gpuplan_format_size(uint64_t bytes, char *buf, size_t cap);
+
+/** What a PyTorch OOM message says (gpuplan_oom_parse). Sizes in bytes. */
+typedef struct gpuplan_oom_info {
+  int format;               /**< 1: torch <= 2.0 text; 2: 2.1+ text */
+  int device;
+  uint64_t tried;           /**< "Tried to allocate": the segment the allocator asked the driver for */
+  uint64_t total;           /**< total capacity */
+  uint64_t free;            /**< free on the device */
+  uint64_t allocated;       /**< allocated by PyTorch */
+  uint64_t unallocated;     /**< reserved by PyTorch but unallocated (2.1+; derived for 2.0) */
+  uint64_t reserved;        /**< allocated + unallocated */
+  uint64_t process;         /**< "this process has X memory in use" (0 if absent) */
+  uint64_t others;          /**< memory of other processes listed in the message */
+  uint64_t allowed;         /**< set_per_process_memory_fraction cap (0 if none) */
+  uint64_t private_pools;   /**< cached in CUDA-graph pools */
+  int nprocs;               /**< other processes listed */
+} gpuplan_oom_info;
+
+/**
+ * Parse the text of a torch.OutOfMemoryError ("CUDA out of memory. Tried to
+ * allocate 2.00 GiB. GPU 0 has a total capacity of ...").  Surrounding log
+ * text is ignored; both the <= 2.0 and the 2.1+ wordings are understood.
+ * @return GPUPLAN_OK or GPUPLAN_EINVAL naming what is missing.
+ * @errors any  @threads ctx  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *out);
+
+/** Verdicts of gpuplan_oom_explain(). */
+typedef enum gpuplan_oom_verdict {
+  GPUPLAN_OOM_FRAGMENTATION = 0, /**< the cached free memory alone exceeds the request */
+  GPUPLAN_OOM_MIXED = 1,         /**< free + cached would cover it, neither alone */
+  GPUPLAN_OOM_DEMAND = 2,        /**< the job needs more than the card has */
+  GPUPLAN_OOM_OTHER_PROCESS = 3, /**< another process holds what was missing */
+  GPUPLAN_OOM_FRACTION = 4       /**< a memory-fraction cap, not the card, refused it */
+} gpuplan_oom_verdict;
+
+/**
+ * Diagnose a parsed OOM: the verdict and the fixes, in the order to try
+ * them, as text (one fix a line, numbered).
+ * @param[out] text_out  NUL-terminated; free with gpuplan_free(ctx, *text_out).
+ * @return GPUPLAN_OK or GPUPLAN_ENOMEM.
+ * @errors nomem  @threads ctx  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *info,
+                                    gpuplan_oom_verdict *verdict_out, char **text_out);
 
 GPUPLAN_END_DECLS
 

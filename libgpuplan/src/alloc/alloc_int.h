@@ -20,12 +20,16 @@ typedef struct gpuplan__blk {
   uint64_t gc_count;                 /* large-pool get_free_block calls since inserted */
   int allocated;
   int small;                         /* pool */
+  int mapped;                        /* 0 only for unmapped ranges of expandable segments */
+  int expandable;                    /* lives in an expandable segment */
   struct gpuplan__blk *hnext;        /* allocated-address hash chain / free list */
 } gpuplan__blk;
 
 struct gpuplan__seg {
   uint64_t addr, size, stream;
   int small;
+  int expandable;                    /* a virtual reservation mapped page by page (R26) */
+  uint64_t page;                     /* its page size */
   gpuplan__blk *first;
   struct gpuplan__seg *snext, *sprev;
 };
@@ -34,11 +38,13 @@ struct gpuplan__seg {
 typedef struct gpuplan__pool {
   gpuplan__blk **v;
   size_t n, cap;
+  gpuplan__blk **u;                  /* unmapped ranges, sorted by (stream, addr) */
+  size_t un, ucap;
   uint64_t get_free_blocks_call_count;
 } gpuplan__pool;
 
 typedef struct gpuplan__mockdev {
-  uint64_t capacity, reserved, next_addr;
+  uint64_t capacity, reserved, next_addr, next_va;
   /* freed address ranges, reused first-fit */
   uint64_t *free_addr, *free_size;
   size_t nfree, capfree;
@@ -68,6 +74,7 @@ gpuplan__seg *gpuplan__alloc_add_segment(gpuplan_cca *a, uint64_t addr, uint64_t
 int gpuplan__alloc_add_block(gpuplan_cca *a, gpuplan__seg *s, uint64_t addr,
                              uint64_t size, uint64_t requested, int allocated);
 uint64_t gpuplan__round_size(const gpuplan_alloc_conf *c, uint64_t n);
+void gpuplan__alloc_recount(gpuplan_cca *a);
 uint64_t gpuplan__allocation_size(const gpuplan_alloc_conf *c, uint64_t size);
 
 #endif

@@ -348,6 +348,41 @@ static gpuplan__pool *pool_of(gpuplan_cca *a, int small) {
   return small ? &a->small : &a->large;
 }
 
+/* The unmapped set, ordered by (stream, address) (BlockComparatorAddress). */
+static size_t ulower(const gpuplan__pool *p, uint64_t stream, uint64_t addr) {
+  size_t lo = 0, hi = p->un;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const gpuplan__blk *x = p->u[mid];
+    if (x->stream < stream || (x->stream == stream && x->addr < addr)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static int u_insert(gpuplan_cca *a, gpuplan__pool *p, gpuplan__blk *b) {
+  size_t i;
+  if (p->un == p->ucap) {
+    size_t ncap = p->ucap ? p->ucap * 2 : 16;
+    gpuplan__blk **nu = gpuplan__realloc(a->ctx, p->u, ncap * sizeof *nu);
+    if (!nu) return gpuplan__nomem(a->ctx);
+    p->u = nu;
+    p->ucap = ncap;
+  }
+  i = ulower(p, b->stream, b->addr);
+  memmove(p->u + i + 1, p->u + i, (p->un - i) * sizeof *p->u);
+  p->u[i] = b;
+  p->un++;
+  return GPUPLAN_OK;
+}
+
+static void u_remove(gpuplan__pool *p, gpuplan__blk *b) {
+  size_t i = ulower(p, b->stream, b->addr);
+  if (NEVER(i >= p->un || p->u[i] != b)) return;
+  memmove(p->u + i, p->u + i + 1, (p->un - i - 1) * sizeof *p->u);
+  p->un--;
+}
+
 /* --- allocated-block hash ------------------------------------------------ */
 
 static size_t hslot(uint64_t addr, size_t cap) {
@@ -404,7 +439,10 @@ static gpuplan__blk *blk_new(gpuplan_cca *a) {
   gpuplan__blk *b = a->spare;
   if (b) a->spare = b->hnext;
   else b = gpuplan__malloc(a->ctx, sizeof *b);
-  if (b) memset(b, 0, sizeof *b);
+  if (b) {
+    memset(b, 0, sizeof *b);
+    b->mapped = 1;
+  }
   return b;
 }
 
@@ -460,6 +498,18 @@ static void mock_free(void *payload, uint64_t addr, uint64_t size) {
   m->free_addr[m->nfree] = addr;
   m->free_size[m->nfree] = size;
   m->nfree++;
+}
+
+static int mock_map(void *payload, uint64_t size) {
+  gpuplan__mockdev *m = payload;
+  if (size > m->capacity - m->reserved) return GPUPLAN_ENOTFOUND;
+  m->reserved += size;
+  return GPUPLAN_OK;
+}
+
+static void mock_unmap(void *payload, uint64_t size) {
+  gpuplan__mockdev *m = payload;
+  m->reserved -= size;
 }
 
 static void mock_info(void *payload, uint64_t *free_out, uint64_t *total_out) {
@@ -525,10 +575,26 @@ int gpuplan__alloc_add_block(gpuplan_cca *a, gpuplan__seg *s, uint64_t addr,
     stat3(a->st.requested_bytes, b->small, (int64_t)requested);
     if (size >= a->conf.max_split_size) stat_add(&a->st.oversize_allocations, 1);
   } else {
-    rc = pool_insert(a, pool_of(a, b->small), b);
+    /* Appended unsorted; gpuplan__alloc_recount sorts the pools once. */
+    gpuplan__pool *p = pool_of(a, b->small);
+    rc = GPUPLAN_OK;
+    if (p->n == p->cap) {
+      size_t ncap = p->cap ? p->cap * 2 : 64;
+      gpuplan__blk **nv = gpuplan__realloc(a->ctx, p->v, ncap * sizeof *nv);
+      if (!nv) rc = gpuplan__nomem(a->ctx);
+      else p->v = nv, p->cap = ncap;
+    }
+    if (rc == GPUPLAN_OK) p->v[p->n++] = b;
   }
   if (rc) return rc;
   return GPUPLAN_OK;
+}
+
+static int blk_cmp(const void *x, const void *y) {
+  const gpuplan__blk *a = *(const gpuplan__blk *const *)x, *b = *(const gpuplan__blk *const *)y;
+  if (a->stream != b->stream) return a->stream < b->stream ? -1 : 1;
+  if (a->size != b->size) return a->size < b->size ? -1 : 1;
+  return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
 /* --- allocator object ----------------------------------------------------- */
@@ -556,6 +622,7 @@ int gpuplan_cca_new(gpuplan_ctx *ctx, const gpuplan_alloc_conf *conf, uint64_t c
   else conf_defaults(&a->conf, GPUPLAN_TORCH_LATEST);
   a->mock.capacity = capacity;
   a->mock.next_addr = 0x7f0000000000ull; /* looks like a CUDA device address */
+  a->mock.next_va = 1ull << 56;          /* expandable reservations live apart */
   a->mock.ctx = ctx;
   if (device) {
     a->dev = *device;
@@ -563,6 +630,8 @@ int gpuplan_cca_new(gpuplan_ctx *ctx, const gpuplan_alloc_conf *conf, uint64_t c
     a->dev.malloc = mock_malloc;
     a->dev.free = mock_free;
     a->dev.mem_info = mock_info;
+    a->dev.map = mock_map;
+    a->dev.unmap = mock_unmap;
     a->dev.payload = &a->mock;
   }
   {
@@ -589,7 +658,7 @@ void gpuplan_cca_free(gpuplan_cca *a) {
       b = n;
     }
     a->segs = s->snext;
-    a->dev.free(a->dev.payload, s->addr, s->size);
+    if (!s->expandable) a->dev.free(a->dev.payload, s->addr, s->size);
     gpuplan__free(ctx, s);
   }
   while (a->spare) {
@@ -599,6 +668,8 @@ void gpuplan_cca_free(gpuplan_cca *a) {
   }
   gpuplan__free(ctx, a->small.v);
   gpuplan__free(ctx, a->large.v);
+  gpuplan__free(ctx, a->small.u);
+  gpuplan__free(ctx, a->large.u);
   gpuplan__free(ctx, a->hash);
   gpuplan__free(ctx, a->mock.free_addr);
   gpuplan__free(ctx, a->mock.free_size);
@@ -630,6 +701,10 @@ static uint64_t allowed_max(const gpuplan_cca *a) {
   return (uint64_t)(a->conf.memory_fraction * (double)a->total_memory);
 }
 
+static uint64_t exp_size(const gpuplan__blk *b) {
+  return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
+}
+
 /* R9, R10: the single best-fit candidate, or NULL. */
 static gpuplan__blk *get_free_block(gpuplan_cca *a, gpuplan__pool *p, uint64_t size,
                                     uint64_t stream) {
@@ -645,6 +720,14 @@ static gpuplan__blk *get_free_block(gpuplan_cca *a, gpuplan__pool *p, uint64_t s
   if (i >= p->n) return NULL;
   b = p->v[i];
   if (b->stream != stream) return NULL;
+  if (b->expandable) {
+    /* R27: a block that can grow into unmapped space counts at the size it
+     * can grow to, so the free tail of a segment is used last. */
+    while (i + 1 < p->n && p->v[i]->expandable && p->v[i + 1]->stream == stream &&
+           exp_size(p->v[i + 1]) < exp_size(p->v[i]))
+      i++;
+    b = p->v[i];
+  }
   if (size < M && b->size >= M) return NULL;
   if (size >= M && b->size >= size + a->conf.max_non_split_rounding) return NULL;
   pool_remove(p, b);
@@ -661,13 +744,25 @@ static void release_block(gpuplan_cca *a, gpuplan__blk *b) {
   seg_unlink(a, s);
 }
 
-/* R19 step 2: every unsplit free block of a pool, in pool order. */
+static void unmap_block(gpuplan_cca *a, gpuplan__blk *b);
+
+/* R19 step 2: every unsplit free block of a pool, in pool order; then the
+ * free pages of the pool's expandable segments are unmapped (R29).  The
+ * end state does not depend on the order in which those are unmapped. */
 static void release_blocks(gpuplan_cca *a, gpuplan__pool *p) {
   size_t i = 0;
+  gpuplan__seg *s;
+  int small = p == &a->small;
   while (i < p->n) {
     gpuplan__blk *b = p->v[i];
-    if (!b->prev && !b->next) release_block(a, b); /* removes p->v[i] */
+    if (!b->expandable && !b->prev && !b->next) release_block(a, b); /* removes p->v[i] */
     else i++;
+  }
+  for (s = a->segs; s; s = s->snext) {
+    gpuplan__blk *b;
+    if (!s->expandable || s->small != small) continue;
+    for (b = s->first; b; b = b->next)
+      if (!b->allocated && b->mapped) unmap_block(a, b);
   }
 }
 
@@ -684,7 +779,7 @@ static int release_available_cached_blocks(gpuplan_cca *a, gpuplan__pool *p, uin
   size_t i;
   if (M == UINT64_MAX) return 0;
   i = lower_bound(p, stream, key, 0);
-  if (i < p->n && p->v[i]->stream == stream) {
+  if (i < p->n && p->v[i]->stream == stream && !p->v[i]->expandable) {
     release_block(a, p->v[i]);
     return 1;
   }
@@ -694,7 +789,7 @@ static int release_available_cached_blocks(gpuplan_cca *a, gpuplan__pool *p, uin
     gpuplan__blk *b = p->v[i - 1];
     if (b->stream != stream || b->size < M) break;
     i--;
-    if (!b->prev && !b->next) {
+    if (!b->expandable && !b->prev && !b->next) {
       freed += b->size;
       release_block(a, b);
     }
@@ -713,7 +808,7 @@ static void garbage_collect(gpuplan_cca *a) {
     double total_age = 0, avg;
     size_t i, n = 0, freed_any = 0;
     for (i = 0; i < p->n; i++)
-      if (!p->v[i]->prev && !p->v[i]->next) {
+      if (!p->v[i]->expandable && !p->v[i]->prev && !p->v[i]->next) {
         total_age += (double)p->v[i]->gc_count;
         n++;
       }
@@ -722,7 +817,7 @@ static void garbage_collect(gpuplan_cca *a) {
     i = 0;
     while (i < p->n) {
       gpuplan__blk *b = p->v[i];
-      if (!b->prev && !b->next && (double)b->gc_count >= avg) {
+      if (!b->expandable && !b->prev && !b->next && (double)b->gc_count >= avg) {
         reclaimed += b->size;
         freed_any++;
         release_block(a, b);
@@ -734,9 +829,212 @@ static void garbage_collect(gpuplan_cca *a) {
   }
 }
 
+/* --- expandable segments (R26-R30) ----------------------------------------- */
+
+static uint64_t page_of(const gpuplan_cca *a, int small) {
+  return small ? KSMALL_BUFFER : a->conf.large_segment_size;
+}
+
+/* Merge b with its neighbour n if both are free and equally mapped. */
+static void merge_mapped(gpuplan_cca *a, gpuplan__blk *b, gpuplan__blk *n);
+
+/* Map the pages covering [b->addr, b->addr + size) of the unmapped block b. */
+static int map_block(gpuplan_cca *a, gpuplan__blk *b, uint64_t size) {
+  gpuplan__pool *p = pool_of(a, b->small);
+  uint64_t page = b->seg->page, off = b->addr - b->seg->addr;
+  uint64_t end = (off + size + page - 1) / page * page, mapped;
+  if (end > b->seg->size) end = b->seg->size;
+  mapped = end - off;
+  uint64_t at = b->addr;
+  if (a->dev.map && a->dev.map(a->dev.payload, mapped) != GPUPLAN_OK) return 0;
+  u_remove(p, b);
+  b->mapped = 1;
+  if (mapped < b->size) {
+    gpuplan__blk *r = blk_new(a);
+    if (!r || u_insert(a, p, r) != GPUPLAN_OK) {
+      /* Out of host memory: undo, as a failed cuMemCreate would. */
+      if (r) blk_del(a, r);
+      b->mapped = 0;
+      u_insert(a, p, b);
+      if (a->dev.unmap) a->dev.unmap(a->dev.payload, mapped);
+      return 0;
+    }
+    u_remove(p, r);
+    r->addr = b->addr + mapped;
+    r->size = b->size - mapped;
+    r->stream = b->stream;
+    r->seg = b->seg;
+    r->small = b->small;
+    r->expandable = 1;
+    r->mapped = 0;
+    r->prev = b;
+    r->next = b->next;
+    if (b->next) b->next->prev = r;
+    b->next = r;
+    b->size = mapped;
+    u_insert(a, p, r); /* cannot fail: capacity was just ensured */
+  }
+  merge_mapped(a, b, b->prev);
+  merge_mapped(a, b, b->next);
+  pool_insert(a, p, b);
+  stat3(a->st.reserved_bytes, b->small, (int64_t)mapped);
+  a->st.num_device_alloc++;
+  emit(a, GPUPLAN_ACT_SEGMENT_MAP, at, mapped, b->stream, 0);
+  return 1;
+}
+
+/* R29: unmap the whole pages inside the free mapped block b. */
+static void unmap_block(gpuplan_cca *a, gpuplan__blk *b) {
+  gpuplan__pool *p = pool_of(a, b->small);
+  uint64_t page = b->seg->page, base = b->seg->addr;
+  uint64_t lo = (b->addr - base + page - 1) / page * page + base;
+  uint64_t hi = (b->addr + b->size - base) / page * page + base;
+  gpuplan__blk *before = NULL, *after = NULL;
+  if (lo >= hi) return;
+  if (lo > b->addr && !(before = blk_new(a))) return;
+  if (hi < b->addr + b->size && !(after = blk_new(a))) {
+    if (before) blk_del(a, before);
+    return;
+  }
+  pool_remove(p, b);
+  if (before) {
+    before->addr = b->addr;
+    before->size = lo - b->addr;
+    before->stream = b->stream;
+    before->seg = b->seg;
+    before->small = b->small;
+    before->expandable = 1;
+    before->prev = b->prev;
+    before->next = b;
+    if (b->prev) b->prev->next = before;
+    else b->seg->first = before;
+    b->prev = before;
+    pool_insert(a, p, before);
+  }
+  if (after) {
+    after->addr = hi;
+    after->size = b->addr + b->size - hi;
+    after->stream = b->stream;
+    after->seg = b->seg;
+    after->small = b->small;
+    after->expandable = 1;
+    after->prev = b;
+    after->next = b->next;
+    if (b->next) b->next->prev = after;
+    b->next = after;
+    pool_insert(a, p, after);
+  }
+  b->addr = lo;
+  b->size = hi - lo;
+  b->mapped = 0;
+  if (a->dev.unmap) a->dev.unmap(a->dev.payload, hi - lo);
+  stat3(a->st.reserved_bytes, b->small, -(int64_t)(hi - lo));
+  a->st.num_device_free++;
+  emit(a, GPUPLAN_ACT_SEGMENT_UNMAP, lo, hi - lo, b->stream, 0);
+  /* Merge with unmapped neighbours (they are in the unmapped set). */
+  if (b->prev && !b->prev->mapped) {
+    gpuplan__blk *n = b->prev;
+    u_remove(p, n);
+    b->addr = n->addr;
+    b->size += n->size;
+    b->prev = n->prev;
+    if (b->prev) b->prev->next = b;
+    else b->seg->first = b;
+    blk_del(a, n);
+  }
+  if (b->next && !b->next->mapped) {
+    gpuplan__blk *n = b->next;
+    u_remove(p, n);
+    b->size += n->size;
+    b->next = n->next;
+    if (b->next) b->next->prev = b;
+    blk_del(a, n);
+  }
+  u_insert(a, p, b);
+}
+
+static int allocatable(const gpuplan__blk *b) { return b && !b->allocated; }
+
+static int has_room(const gpuplan__blk *b, uint64_t size) {
+  uint64_t bytes = 0;
+  while (bytes < size && allocatable(b)) {
+    bytes += b->size;
+    b = b->next;
+  }
+  return bytes >= size;
+}
+
+/* find_expandable_block: the lowest unmapped range on this stream (with a
+ * free block right before it) that has room, or a new reservation. */
+static gpuplan__blk *find_expandable(gpuplan_cca *a, uint64_t stream, int small, uint64_t size) {
+  gpuplan__pool *p = pool_of(a, small);
+  size_t i;
+  gpuplan__seg *s;
+  gpuplan__blk *c;
+  uint64_t page = page_of(a, small), va;
+  for (i = ulower(p, stream, 0); i < p->un && p->u[i]->stream == stream; i++) {
+    c = p->u[i];
+    if (allocatable(c->prev)) c = c->prev;
+    if (has_room(c, size)) return c;
+  }
+  /* Reserve address space for 1 1/8 of the device's memory. */
+  va = a->total_memory + a->total_memory / 8;
+  va = (va + page - 1) / page * page;
+  if (va < size) va = (size + page - 1) / page * page;
+  s = gpuplan__calloc(a->ctx, 1, sizeof *s);
+  c = s ? blk_new(a) : NULL;
+  if (!c || u_insert(a, p, c) != GPUPLAN_OK) {
+    if (c) blk_del(a, c);
+    gpuplan__free(a->ctx, s);
+    return NULL;
+  }
+  u_remove(p, c);
+  s->addr = a->mock.next_va;
+  a->mock.next_va += va + (1ull << 30);
+  s->size = va;
+  s->stream = stream;
+  s->small = small;
+  s->expandable = 1;
+  s->page = page;
+  s->snext = a->segs;
+  if (a->segs) a->segs->sprev = s;
+  a->segs = s;
+  a->nsegs++;
+  c->addr = s->addr;
+  c->size = va;
+  c->stream = stream;
+  c->seg = s;
+  c->small = small;
+  c->expandable = 1;
+  c->mapped = 0;
+  s->first = c;
+  u_insert(a, p, c);
+  return c;
+}
+
+/* try_allocate_expandable_block: grow into unmapped space until a free
+ * block of size bytes exists; returns it out of the pool. */
+static gpuplan__blk *alloc_expandable(gpuplan_cca *a, uint64_t stream, int small, uint64_t size) {
+  gpuplan__blk *c = find_expandable(a, stream, small, size);
+  if (!c) return NULL;
+  if (!c->mapped) {
+    uint64_t want = c->size < size ? c->size : size;
+    if (!map_block(a, c, want)) return NULL;
+  }
+  while (c->size < size) {
+    gpuplan__blk *n = c->next;
+    uint64_t rem = size - c->size;
+    if (!n || n->mapped) return NULL;
+    if (!map_block(a, n, rem < n->size ? rem : n->size)) return NULL;
+    c = n; /* n absorbed c when it merged backwards */
+  }
+  pool_remove(pool_of(a, small), c);
+  return c;
+}
+
 /* R18: a new segment from the device. */
-static gpuplan__blk *alloc_block(gpuplan_cca *a, uint64_t alloc_size, uint64_t stream,
-                                 int small, int is_retry, int *rc) {
+static gpuplan__blk *alloc_block(gpuplan_cca *a, uint64_t alloc_size, uint64_t expand_size,
+                                 uint64_t stream, int small, int is_retry, int *rc) {
   uint64_t addr;
   gpuplan__seg *s;
   gpuplan__blk *b;
@@ -745,6 +1043,10 @@ static gpuplan__blk *alloc_block(gpuplan_cca *a, uint64_t alloc_size, uint64_t s
   if (a->conf.memory_fraction < 1 &&
       (uint64_t)a->st.reserved_bytes[GPUPLAN_POOL_ALL].current + alloc_size > allowed_max(a))
     return NULL;
+  if (a->conf.expandable_segments) {
+    (void)addr;
+    return alloc_expandable(a, stream, small, expand_size);
+  }
   if (a->dev.malloc(a->dev.payload, alloc_size, &addr) != GPUPLAN_OK) return NULL;
   s = gpuplan__alloc_add_segment(a, addr, alloc_size, stream, small);
   b = s ? blk_new(a) : NULL;
@@ -828,12 +1130,12 @@ int gpuplan_cca_malloc(gpuplan_cca *a, uint64_t orig, uint64_t stream,
   b = get_free_block(a, p, size, stream);
   if (!b) {
     if (gc_enabled(a)) garbage_collect(a);
-    b = alloc_block(a, alloc_size, stream, small, 0, &rc);
+    b = alloc_block(a, alloc_size, size, stream, small, 0, &rc);
     if (!b && !rc && release_available_cached_blocks(a, p, size, stream))
-      b = alloc_block(a, alloc_size, stream, small, 0, &rc);
+      b = alloc_block(a, alloc_size, size, stream, small, 0, &rc);
     if (!b && !rc) {
       release_cached_blocks(a);
-      b = alloc_block(a, alloc_size, stream, small, 1, &rc);
+      b = alloc_block(a, alloc_size, size, stream, small, 1, &rc);
     }
     if (rc) return rc;
     if (!b) {
@@ -849,8 +1151,9 @@ int gpuplan_cca_malloc(gpuplan_cca *a, uint64_t orig, uint64_t stream,
   /* R11, R12: split and account. */
   remaining = b->size - size;
   {
-    int was_split = b->prev || b->next;
-    int split = small ? remaining >= KMIN_BLOCK : (size < M && remaining > KSMALL_SIZE);
+    int was_split = (b->prev || b->next) && !b->expandable;
+    int split = small || a->conf.expandable_segments ? remaining >= KMIN_BLOCK
+                                                      : (size < M && remaining > KSMALL_SIZE);
     if (split) {
       gpuplan__blk *r = blk_new(a);
       if (!r) {
@@ -862,6 +1165,7 @@ int gpuplan_cca_malloc(gpuplan_cca *a, uint64_t orig, uint64_t stream,
       r->stream = stream;
       r->seg = b->seg;
       r->small = b->small;
+      r->expandable = b->expandable;
       r->prev = b;
       r->next = b->next;
       if (b->next) b->next->prev = r;
@@ -875,7 +1179,9 @@ int gpuplan_cca_malloc(gpuplan_cca *a, uint64_t orig, uint64_t stream,
         pool_insert(a, p, b);
         return rc;
       }
-      if (!was_split) {
+      if (b->expandable) {
+        /* R12: no inactive_split accounting for expandable blocks. */
+      } else if (!was_split) {
         stat3(a->st.inactive_split, small, 1);
         stat3(a->st.inactive_split_bytes, small, (int64_t)remaining);
       } else {
@@ -907,7 +1213,7 @@ int gpuplan_cca_malloc(gpuplan_cca *a, uint64_t orig, uint64_t stream,
 /* R14: merge a free block with a free neighbour; returns the merged size. */
 static uint64_t try_merge(gpuplan_cca *a, gpuplan__blk *b, gpuplan__blk *n) {
   uint64_t sz;
-  if (!n || n->allocated) return 0;
+  if (!n || n->allocated || n->mapped != b->mapped) return 0;
   pool_remove(pool_of(a, n->small), n);
   sz = n->size;
   if (b->prev == n) {
@@ -922,6 +1228,10 @@ static uint64_t try_merge(gpuplan_cca *a, gpuplan__blk *b, gpuplan__blk *n) {
   b->size += sz;
   blk_del(a, n);
   return sz;
+}
+
+static void merge_mapped(gpuplan_cca *a, gpuplan__blk *b, gpuplan__blk *n) {
+  (void)try_merge(a, b, n);
 }
 
 int gpuplan_cca_release(gpuplan_cca *a, uint64_t addr) {
@@ -944,18 +1254,18 @@ int gpuplan_cca_release(gpuplan_cca *a, uint64_t addr) {
   /* free_block: merge, then account the net change in inactive_split. */
   {
     gpuplan__blk *prev = b->prev, *next = b->next;
-    uint64_t m;
-    if (prev && !prev->allocated) {
+    int exp = b->expandable;
+    if (!exp && prev && !prev->allocated) {
       net_n--;
       net_bytes -= (int64_t)prev->size;
     }
-    if (next && !next->allocated) {
+    if (!exp && next && !next->allocated) {
       net_n--;
       net_bytes -= (int64_t)next->size;
     }
-    if ((m = try_merge(a, b, prev))) (void)m;
-    if ((m = try_merge(a, b, next))) (void)m;
-    if (b->prev || b->next) {
+    (void)try_merge(a, b, prev);
+    (void)try_merge(a, b, next);
+    if (!exp && (b->prev || b->next)) {
       net_n++;
       net_bytes += (int64_t)b->size;
     }
@@ -999,45 +1309,123 @@ void gpuplan_cca_free_space(const gpuplan_cca *a, uint64_t *largest_out,
 
 /* --- inspection ------------------------------------------------------------ */
 
-static int seg_cmp(const void *x, const void *y) {
-  const gpuplan__seg *a = *(const gpuplan__seg *const *)x, *b = *(const gpuplan__seg *const *)y;
+/* What the snapshot calls a segment: a cudaMalloc, or one contiguous mapped
+ * range of an expandable segment (R30). */
+typedef struct view {
+  uint64_t addr, size, stream;
+  gpuplan__blk *first;
+  size_t nblocks;
+  int small, expandable;
+} view;
+
+static int view_cmp(const void *x, const void *y) {
+  const view *a = x, *b = y;
   return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
-size_t gpuplan_cca_segment_count(const gpuplan_cca *a) { return a ? a->nsegs : 0; }
+/* All views in address order; *n_out views (the array is ctx-allocated). */
+static int collect_views(gpuplan_cca *a, view **out, size_t *n_out) {
+  gpuplan__seg *s;
+  gpuplan__blk *b;
+  size_t n = 0, k = 0;
+  view *v;
+  for (s = a->segs; s; s = s->snext) {
+    if (!s->expandable) {
+      n++;
+      continue;
+    }
+    for (b = s->first; b; b = b->next)
+      if (b->mapped && (!b->prev || !b->prev->mapped)) n++;
+  }
+  *n_out = n;
+  *out = NULL;
+  if (!n) return GPUPLAN_OK;
+  v = gpuplan__malloc(a->ctx, n * sizeof *v);
+  if (!v) return gpuplan__nomem(a->ctx);
+  for (s = a->segs; s; s = s->snext) {
+    if (!s->expandable) {
+      v[k].addr = s->addr;
+      v[k].size = s->size;
+      v[k].stream = s->stream;
+      v[k].first = s->first;
+      v[k].small = s->small;
+      v[k].expandable = 0;
+      for (v[k].nblocks = 0, b = s->first; b; b = b->next) v[k].nblocks++;
+      k++;
+      continue;
+    }
+    for (b = s->first; b; b = b->next) {
+      if (!b->mapped || (b->prev && b->prev->mapped)) continue;
+      v[k].addr = b->addr;
+      v[k].size = 0;
+      v[k].stream = s->stream;
+      v[k].first = b;
+      v[k].small = s->small;
+      v[k].expandable = 1;
+      v[k].nblocks = 0;
+      {
+        gpuplan__blk *c;
+        for (c = b; c && c->mapped; c = c->next) {
+          v[k].size += c->size;
+          v[k].nblocks++;
+        }
+      }
+      k++;
+    }
+  }
+  qsort(v, n, sizeof *v, view_cmp);
+  *out = v;
+  return GPUPLAN_OK;
+}
+
+size_t gpuplan_cca_segment_count(const gpuplan_cca *a) {
+  gpuplan__seg *s;
+  gpuplan__blk *b;
+  size_t n = 0;
+  if (!a) return 0;
+  for (s = a->segs; s; s = s->snext) {
+    if (!s->expandable) {
+      n++;
+      continue;
+    }
+    for (b = s->first; b; b = b->next)
+      if (b->mapped && (!b->prev || !b->prev->mapped)) n++;
+  }
+  return n;
+}
 
 int gpuplan_cca_segment(gpuplan_cca *a, size_t i, gpuplan_segment_info *out,
-                              gpuplan_block_info *blocks, size_t cap) {
-  gpuplan__seg **v, *s;
+                        gpuplan_block_info *blocks, size_t cap) {
+  view *v;
+  size_t n, k;
   gpuplan__blk *b;
-  size_t k = 0, n;
+  int rc;
   if (!a || !out) return GPUPLAN_EMISUSE;
-  if (i >= a->nsegs) return gpuplan__error(a->ctx, GPUPLAN_EINVAL, "segment %zu out of range", i);
-  /* Segments are kept unordered; sort a temporary index (inspection only). */
-  v = gpuplan__malloc(a->ctx, a->nsegs * sizeof *v);
-  if (!v) return gpuplan__nomem(a->ctx);
-  for (s = a->segs; s; s = s->snext) v[k++] = s;
-  qsort(v, a->nsegs, sizeof *v, seg_cmp);
-  s = v[i];
-  gpuplan__free(a->ctx, v);
+  if ((rc = collect_views(a, &v, &n))) return rc;
+  if (i >= n) {
+    gpuplan__free(a->ctx, v);
+    return gpuplan__error(a->ctx, GPUPLAN_EINVAL, "segment %zu out of range (%zu segments)", i, n);
+  }
   memset(out, 0, sizeof *out);
-  out->addr = s->addr;
-  out->total_size = s->size;
-  out->stream = s->stream;
-  out->large = !s->small;
-  for (n = 0, b = s->first; b; b = b->next, n++) {
+  out->addr = v[i].addr;
+  out->total_size = v[i].size;
+  out->stream = v[i].stream;
+  out->large = !v[i].small;
+  out->expandable = v[i].expandable;
+  out->nblocks = v[i].nblocks;
+  for (k = 0, b = v[i].first; k < v[i].nblocks; k++, b = b->next) {
     if (b->allocated) {
       out->allocated_size += b->size;
       out->requested_size += b->requested;
     }
-    if (blocks && n < cap) {
-      blocks[n].addr = b->addr;
-      blocks[n].size = b->size;
-      blocks[n].requested = b->requested;
-      blocks[n].state = b->allocated;
+    if (blocks && k < cap) {
+      blocks[k].addr = b->addr;
+      blocks[k].size = b->size;
+      blocks[k].requested = b->requested;
+      blocks[k].state = b->allocated;
     }
   }
-  out->nblocks = n;
+  gpuplan__free(a->ctx, v);
   return GPUPLAN_OK;
 }
 
@@ -1046,4 +1434,25 @@ void gpuplan_format_size(uint64_t n, char *buf, size_t cap) {
   else if (n <= 1048576) snprintf(buf, cap, "%.2f KiB", (double)n / 1024.0);
   else if (n <= 1073741824ull) snprintf(buf, cap, "%.2f MiB", (double)n / 1048576.0);
   else snprintf(buf, cap, "%.2f GiB", (double)n / 1073741824.0);
+}
+
+/* After a state was installed: sort the pools, recompute inactive_split. */
+void gpuplan__alloc_recount(gpuplan_cca *a) {
+  gpuplan__seg *s;
+  int k;
+  qsort(a->small.v, a->small.n, sizeof *a->small.v, blk_cmp);
+  qsort(a->large.v, a->large.n, sizeof *a->large.v, blk_cmp);
+  for (k = 0; k < 3; k++) {
+    memset(&a->st.inactive_split[k], 0, sizeof a->st.inactive_split[k]);
+    memset(&a->st.inactive_split_bytes[k], 0, sizeof a->st.inactive_split_bytes[k]);
+  }
+  for (s = a->segs; s; s = s->snext) {
+    gpuplan__blk *b;
+    if (!s->first || !s->first->next) continue;
+    for (b = s->first; b; b = b->next)
+      if (!b->allocated) {
+        stat3(a->st.inactive_split, b->small, 1);
+        stat3(a->st.inactive_split_bytes, b->small, (int64_t)b->size);
+      }
+  }
 }

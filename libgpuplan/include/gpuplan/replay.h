@@ -1,0 +1,105 @@
+/*
+ * gpuplan/replay.h: real PyTorch memory snapshots, replayed through the
+ * caching-allocator model (gpuplan/allocator.h).
+ *
+ * A snapshot is the pickle written by torch.cuda.memory._dump_snapshot().
+ * It is read directly in C by a reader that accepts only plain data (dict,
+ * list, tuple, str, bytes, int, float, bool, None) and refuses every pickle
+ * opcode that imports or calls.  Replay runs the recorded trace through the
+ * allocator model.  Traces that start mid-run (the history is a ring
+ * buffer) get their starting state rebuilt by undoing the trace backwards
+ * from the file's final `segments` (allocator-rules.md section 8).
+ */
+#ifndef GPUPLAN_REPLAY_H
+#define GPUPLAN_REPLAY_H
+
+#include "common.h"
+#include "ctx.h"
+#include "allocator.h"
+
+GPUPLAN_BEGIN_DECLS
+
+/** A loaded snapshot (immutable after load). */
+typedef struct gpuplan_snapshot gpuplan_snapshot;
+
+/**
+ * Load a snapshot pickle from a file.
+ * @param device  which device's trace and segments to use (usually 0).
+ * @param[out] out  freed with gpuplan_snapshot_free().
+ * @return GPUPLAN_OK; GPUPLAN_ENOTFOUND / GPUPLAN_EIO (file); GPUPLAN_EINVAL
+ *         (not a pickle, a hostile pickle, or not a memory snapshot: the
+ *         message names the offset, opcode or field); GPUPLAN_ENOMEM.
+ * @errors any  @threads ctx  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_snapshot_load(gpuplan_ctx *ctx, const char *path, int device,
+                                      gpuplan_snapshot **out);
+
+/** The same from a buffer (not retained). */
+GPUPLAN_API int gpuplan_snapshot_load_buffer(gpuplan_ctx *ctx, const void *buf, size_t len,
+                                             int device, gpuplan_snapshot **out);
+
+/** Free a snapshot.  Accepts NULL. */
+GPUPLAN_API void gpuplan_snapshot_free(gpuplan_snapshot *s);
+
+/** Trace events of the chosen device. */
+GPUPLAN_API size_t gpuplan_snapshot_event_count(const gpuplan_snapshot *s);
+/** Event i (borrowed), or NULL. */
+GPUPLAN_API const gpuplan_alloc_event *gpuplan_snapshot_event(const gpuplan_snapshot *s, size_t i);
+/** Segments of the chosen device in the file's final state. */
+GPUPLAN_API size_t gpuplan_snapshot_segment_count(const gpuplan_snapshot *s);
+/** The allocator settings recorded in the file (defaults when absent). */
+GPUPLAN_API const gpuplan_alloc_conf *gpuplan_snapshot_conf(const gpuplan_snapshot *s);
+
+#define GPUPLAN_REPLAY_OPTIONS_VERSION 1
+
+/** How to replay. */
+typedef struct gpuplan_replay_options {
+  unsigned version;
+  /** NULL: exact replay with the file's own settings, on a device that
+   * gives back the recorded segment addresses (the check).  Otherwise a
+   * PYTORCH_CUDA_ALLOC_CONF string: replay "what if" under these settings. */
+  const char *alloc_conf;
+  gpuplan_torch_version torch;
+  /** What-if device capacity in bytes PyTorch can use; 0 = unlimited. */
+  uint64_t capacity;
+  /** Called with each allocator trace entry of the replay (may be NULL). */
+  gpuplan_alloc_trace_fn trace;
+  void *trace_payload;
+} gpuplan_replay_options;
+
+#define GPUPLAN_REPLAY_OPTIONS_INIT { GPUPLAN_REPLAY_OPTIONS_VERSION, NULL, GPUPLAN_TORCH_LATEST, 0, NULL, NULL }
+
+/** What a replay found (a plain value). */
+typedef struct gpuplan_replay_result {
+  int exact;                 /**< exact mode: every alloc address, segment size and the final layout matched */
+  int rebuilt_start;         /**< the trace started mid-run; its start state was rebuilt */
+  size_t events;             /**< trace events processed */
+  size_t allocs;             /**< alloc events matched (exact) or replayed */
+  size_t segment_allocs;     /**< cudaMallocs */
+  size_t diverged_at;        /**< first diverging event index, or SIZE_MAX */
+  char divergence[512];      /**< what differed there */
+  uint64_t start_allocated, start_reserved;
+  uint64_t peak_allocated, peak_reserved, final_allocated, final_reserved;
+  uint64_t allocated_at_peak_reserved;
+  uint64_t largest_free_at_peak, total_free_at_peak;
+  double fragmentation;      /**< 1 - peak allocated / peak reserved */
+  int64_t num_alloc_retries, num_ooms;
+  size_t oom_event;          /**< first event that ran out of memory, or SIZE_MAX */
+  char oom_message[1024];    /**< PyTorch's text for it */
+} gpuplan_replay_result;
+
+/**
+ * Replay a snapshot.
+ * @param options  NULL for an exact replay.
+ * @return GPUPLAN_OK (inspect out: a divergence or an OOM is a result, not
+ *         an error); GPUPLAN_EINVAL (bad alloc_conf, or a file whose state
+ *         cannot be rebuilt: the message says why); GPUPLAN_ENOMEM.
+ * @errors any  @threads ctx  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_snapshot_replay(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
+                                        const gpuplan_replay_options *options,
+                                        gpuplan_replay_result *out);
+
+GPUPLAN_END_DECLS
+
+#endif /* GPUPLAN_REPLAY_H */

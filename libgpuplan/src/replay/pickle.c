@@ -1,0 +1,1083 @@
+/*
+ * pickle.c: a plain-data pickle reader (see pickle.h).
+ *
+ * The loader is the pickle machine of Python's Unpickler with everything
+ * that touches code removed: a value stack, a stack of MARK positions and
+ * the memo.  Those three are temporary and come from the context's
+ * allocator; the values themselves come from the pickle's arena, so that
+ * sharing a value through the memo is only copying a pointer, and freeing
+ * is freeing the arena.  Lists and dicts grow in place (APPEND onto a list
+ * fetched with GET changes it for every holder, as in Python), with
+ * geometric growth; the arrays they outgrow stay in the arena, which at
+ * most doubles their cost.
+ *
+ * Every read is checked against the bytes left before it happens, and every
+ * length the file gives is checked before anything is allocated for it.
+ * Cycles and nesting deeper than the limit are refused, so that consumers
+ * can recurse safely: container heights are kept as children are added
+ * (exact and cheap for what picklers write), and the rare pickle that
+ * changes a container after another one holds it gets one full pass over
+ * the result after STOP instead (see adopt and check_shape).
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay/pickle.h"
+
+/* --- opcodes -------------------------------------------------------------- */
+
+enum {
+  OP_MARK = '(', OP_STOP = '.', OP_POP = '0', OP_POP_MARK = '1', OP_DUP = '2',
+  OP_FLOAT = 'F', OP_INT = 'I', OP_BININT = 'J', OP_BININT1 = 'K', OP_LONG = 'L',
+  OP_BININT2 = 'M', OP_NONE = 'N', OP_PERSID = 'P', OP_BINPERSID = 'Q',
+  OP_REDUCE = 'R', OP_STRING = 'S', OP_BINSTRING = 'T', OP_SHORT_BINSTRING = 'U',
+  OP_UNICODE = 'V', OP_BINUNICODE = 'X', OP_APPEND = 'a', OP_BUILD = 'b',
+  OP_GLOBAL = 'c', OP_DICT = 'd', OP_EMPTY_DICT = '}', OP_APPENDS = 'e',
+  OP_GET = 'g', OP_BINGET = 'h', OP_INST = 'i', OP_LONG_BINGET = 'j', OP_LIST = 'l',
+  OP_EMPTY_LIST = ']', OP_OBJ = 'o', OP_PUT = 'p', OP_BINPUT = 'q',
+  OP_LONG_BINPUT = 'r', OP_SETITEM = 's', OP_TUPLE = 't', OP_EMPTY_TUPLE = ')',
+  OP_SETITEMS = 'u', OP_BINFLOAT = 'G',
+  OP_PROTO = 0x80, OP_NEWOBJ = 0x81, OP_EXT1 = 0x82, OP_EXT2 = 0x83, OP_EXT4 = 0x84,
+  OP_TUPLE1 = 0x85, OP_TUPLE2 = 0x86, OP_TUPLE3 = 0x87, OP_NEWTRUE = 0x88,
+  OP_NEWFALSE = 0x89, OP_LONG1 = 0x8a, OP_LONG4 = 0x8b,
+  OP_BINBYTES = 'B', OP_SHORT_BINBYTES = 'C',
+  OP_SHORT_BINUNICODE = 0x8c, OP_BINUNICODE8 = 0x8d, OP_BINBYTES8 = 0x8e,
+  OP_EMPTY_SET = 0x8f, OP_ADDITEMS = 0x90, OP_FROZENSET = 0x91, OP_NEWOBJ_EX = 0x92,
+  OP_STACK_GLOBAL = 0x93, OP_MEMOIZE = 0x94, OP_FRAME = 0x95,
+  OP_BYTEARRAY8 = 0x96, OP_NEXT_BUFFER = 0x97, OP_READONLY_BUFFER = 0x98
+};
+
+#define HIGHEST_PROTOCOL 5
+
+static const char *const opnames[256] = {
+  [OP_MARK] = "MARK", [OP_STOP] = "STOP", [OP_POP] = "POP", [OP_POP_MARK] = "POP_MARK",
+  [OP_DUP] = "DUP", [OP_FLOAT] = "FLOAT", [OP_INT] = "INT", [OP_BININT] = "BININT",
+  [OP_BININT1] = "BININT1", [OP_LONG] = "LONG", [OP_BININT2] = "BININT2",
+  [OP_NONE] = "NONE", [OP_PERSID] = "PERSID", [OP_BINPERSID] = "BINPERSID",
+  [OP_REDUCE] = "REDUCE", [OP_STRING] = "STRING", [OP_BINSTRING] = "BINSTRING",
+  [OP_SHORT_BINSTRING] = "SHORT_BINSTRING", [OP_UNICODE] = "UNICODE",
+  [OP_BINUNICODE] = "BINUNICODE", [OP_APPEND] = "APPEND", [OP_BUILD] = "BUILD",
+  [OP_GLOBAL] = "GLOBAL", [OP_DICT] = "DICT", [OP_EMPTY_DICT] = "EMPTY_DICT",
+  [OP_APPENDS] = "APPENDS", [OP_GET] = "GET", [OP_BINGET] = "BINGET", [OP_INST] = "INST",
+  [OP_LONG_BINGET] = "LONG_BINGET", [OP_LIST] = "LIST", [OP_EMPTY_LIST] = "EMPTY_LIST",
+  [OP_OBJ] = "OBJ", [OP_PUT] = "PUT", [OP_BINPUT] = "BINPUT",
+  [OP_LONG_BINPUT] = "LONG_BINPUT", [OP_SETITEM] = "SETITEM", [OP_TUPLE] = "TUPLE",
+  [OP_EMPTY_TUPLE] = "EMPTY_TUPLE", [OP_SETITEMS] = "SETITEMS", [OP_BINFLOAT] = "BINFLOAT",
+  [OP_PROTO] = "PROTO", [OP_NEWOBJ] = "NEWOBJ", [OP_EXT1] = "EXT1", [OP_EXT2] = "EXT2",
+  [OP_EXT4] = "EXT4", [OP_TUPLE1] = "TUPLE1", [OP_TUPLE2] = "TUPLE2",
+  [OP_TUPLE3] = "TUPLE3", [OP_NEWTRUE] = "NEWTRUE", [OP_NEWFALSE] = "NEWFALSE",
+  [OP_LONG1] = "LONG1", [OP_LONG4] = "LONG4", [OP_BINBYTES] = "BINBYTES",
+  [OP_SHORT_BINBYTES] = "SHORT_BINBYTES", [OP_SHORT_BINUNICODE] = "SHORT_BINUNICODE",
+  [OP_BINUNICODE8] = "BINUNICODE8", [OP_BINBYTES8] = "BINBYTES8",
+  [OP_EMPTY_SET] = "EMPTY_SET", [OP_ADDITEMS] = "ADDITEMS", [OP_FROZENSET] = "FROZENSET",
+  [OP_NEWOBJ_EX] = "NEWOBJ_EX", [OP_STACK_GLOBAL] = "STACK_GLOBAL",
+  [OP_MEMOIZE] = "MEMOIZE", [OP_FRAME] = "FRAME", [OP_BYTEARRAY8] = "BYTEARRAY8",
+  [OP_NEXT_BUFFER] = "NEXT_BUFFER", [OP_READONLY_BUFFER] = "READONLY_BUFFER",
+};
+
+const char *gpuplan__pickle_opname(int op) {
+  if (op < 0 || op > 255 || !opnames[op]) return "unknown";
+  return opnames[op];
+}
+
+/* Why an opcode that exists is refused; NULL for the ones we run. */
+static const char *refusal(int op) {
+  switch (op) {
+  case OP_GLOBAL: case OP_STACK_GLOBAL: return "imports code";
+  case OP_INST: return "imports and calls code";
+  case OP_EXT1: case OP_EXT2: case OP_EXT4:
+    return "imports code (copyreg extension registry)";
+  case OP_REDUCE: case OP_OBJ: case OP_NEWOBJ: case OP_NEWOBJ_EX: return "calls code";
+  case OP_BUILD: return "calls code (__setstate__)";
+  case OP_PERSID: case OP_BINPERSID: return "needs a persistent_load hook";
+  case OP_NEXT_BUFFER: case OP_READONLY_BUFFER: return "needs out-of-band buffers";
+  default: return NULL;
+  }
+}
+
+/* --- the machine ---------------------------------------------------------- */
+
+typedef struct loader {
+  gpuplan_ctx *ctx;
+  gpuplan__arena *arena;
+  const unsigned char *buf;
+  size_t len, pos;
+  size_t at;          /* offset of the opcode being run */
+  int op;
+  gpuplan__pv **stack;
+  size_t sp, scap;
+  size_t *marks;      /* stack positions of open MARKs */
+  size_t nmarks, mcap;
+  gpuplan__pv **memo; /* memo[i] == NULL: key i unset */
+  size_t memo_cap, memo_len;
+  size_t pushes;
+  gpuplan__pickle_limits lim;
+  int protocol;
+  int dirty;          /* heights are stale: check_shape must run */
+  uint32_t maxd;      /* lim.max_depth, clamped */
+  gpuplan__pv **conts; /* every container, for check_shape */
+  size_t nconts, ccap;
+  gpuplan__pv *slab;  /* values for newv */
+  size_t slab_left, slab_next;
+  char point;         /* the C library's decimal point, '\0' until needed */
+  gpuplan__pv *none, *yes, *no;
+} loader;
+
+static void say(loader *l, const char *fmt, ...) GPUPLAN_PRINTF(2, 3);
+
+static void say(loader *l, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  gpuplan__error(l->ctx, GPUPLAN_EINVAL, "pickle: offset %zu: %s", l->at, msg);
+}
+
+/* Set the message and give GPUPLAN_EINVAL, as a constant that static
+ * analysers can follow through the callers' checks. */
+#define fail(l, ...) (say((l), __VA_ARGS__), GPUPLAN_EINVAL)
+
+static int truncated(loader *l) {
+  return fail(l, "truncated in %s", gpuplan__pickle_opname(l->op));
+}
+
+/* Consume n bytes of argument. */
+static int take(loader *l, uint64_t n, const unsigned char **out) {
+  if (n > (uint64_t)(l->len - l->pos)) {
+    if (n > 255)
+      return fail(l, "truncated in %s (length %llu, %zu bytes left)",
+                  gpuplan__pickle_opname(l->op), (unsigned long long)n, l->len - l->pos);
+    return truncated(l);
+  }
+  *out = l->buf + l->pos;
+  l->pos += (size_t)n;
+  return 0;
+}
+
+/* A text argument: the bytes up to the next newline, which is consumed. */
+static int line(loader *l, const unsigned char **out, size_t *n) {
+  const unsigned char *s = l->buf + l->pos;
+  const unsigned char *nl = memchr(s, '\n', l->len - l->pos);
+  if (!nl) return fail(l, "truncated in %s (no newline)", gpuplan__pickle_opname(l->op));
+  *out = s;
+  *n = (size_t)(nl - s);
+  l->pos += *n + 1;
+  return 0;
+}
+
+static uint32_t le32(const unsigned char *s) {
+  return (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
+}
+
+static uint64_t le64(const unsigned char *s) {
+  return (uint64_t)le32(s) | (uint64_t)le32(s + 4) << 32;
+}
+
+static int64_t to_signed(uint64_t u) {
+  return u <= INT64_MAX ? (int64_t)u : -(int64_t)~u - 1;
+}
+
+static int nomem(loader *l) {
+  gpuplan__nomem(l->ctx);
+  return GPUPLAN_ENOMEM;
+}
+
+/* Grow a context-allocated array to hold at least need elements. */
+static int grow(loader *l, void **arr, size_t *cap, size_t need, size_t elem) {
+  size_t c = *cap ? *cap : 64;
+  void *p;
+  while (c < need) c = c > SIZE_MAX / 2 ? need : c * 2;
+  if (c > SIZE_MAX / elem) return nomem(l);
+  p = gpuplan__realloc(l->ctx, *arr, c * elem);
+  if (!p) return nomem(l);
+  *arr = p;
+  *cap = c;
+  return 0;
+}
+
+static int push(loader *l, gpuplan__pv *v) {
+  if (l->pushes >= l->lim.max_items)
+    return fail(l, "more than %zu values; limit exceeded", l->lim.max_items);
+  if (l->sp == l->scap) {
+    void *s = l->stack;
+    GPUPLAN_TRY(grow(l, &s, &l->scap, l->sp + 1, sizeof *l->stack));
+    l->stack = s;
+  }
+  l->pushes++;
+  l->stack[l->sp++] = v;
+  return 0;
+}
+
+/* Values on the stack above the innermost MARK. */
+static size_t avail(const loader *l) {
+  return l->sp - (l->nmarks ? l->marks[l->nmarks - 1] : 0);
+}
+
+static int underflow(loader *l) {
+  return fail(l, "stack underflow in %s", gpuplan__pickle_opname(l->op));
+}
+
+static int need_items(loader *l, size_t n) {
+  return avail(l) < n ? underflow(l) : 0;
+}
+
+/* Close the innermost MARK: the items it opened are stack[*k .. sp). */
+static int pop_mark(loader *l, size_t *k) {
+  if (l->nmarks == 0) return fail(l, "%s without MARK", gpuplan__pickle_opname(l->op));
+  *k = l->marks[--l->nmarks];
+  return 0;
+}
+
+/* --- values --------------------------------------------------------------- */
+
+/* Values without a payload come from slabs: the arena rounds every block
+ * up to max_align_t, which would cost a fifth more per value. */
+#define SLAB_MIN 32
+#define SLAB_MAX 4096
+
+static gpuplan__pv *newv(loader *l, gpuplan__pv_type t, size_t extra) {
+  gpuplan__pv *v;
+  if (extra == 0) {
+    if (l->slab_left == 0) {
+      size_t n = l->slab_next;
+      l->slab = gpuplan__arena_alloc(l->arena, n * sizeof *l->slab);
+      if (!l->slab) return NULL;
+      l->slab_left = n;
+      if (n < SLAB_MAX) l->slab_next = 2 * n;
+    }
+    v = l->slab++;
+    l->slab_left--;
+  } else {
+    if (extra > SIZE_MAX - sizeof *v) return NULL;
+    v = gpuplan__arena_alloc(l->arena, sizeof *v + extra);
+    if (!v) return NULL;
+  }
+  memset(v, 0, sizeof *v);
+  v->type = t;
+  return v;
+}
+
+/*
+ * Shape tracking.  While loading, a container's seen holds its height (1 for
+ * an empty one) and the EMBEDDED bit once it is another container's child.
+ * Picklers fill a container before anything holds it, so adding children to
+ * a container without a parent keeps every height exact and cannot close a
+ * cycle, unless the child is the container itself.  The other cases (a
+ * container changed after it got a parent, or given itself) mark the load
+ * dirty, and check_shape decides after STOP.
+ */
+#define EMBEDDED 0x80000000u
+#define MAX_HEIGHT 0x7ffffff0u
+
+static int is_container(const gpuplan__pv *v) {
+  return v->type == GPUPLAN__PV_LIST || v->type == GPUPLAN__PV_TUPLE ||
+         v->type == GPUPLAN__PV_DICT;
+}
+
+static int deep(loader *l) {
+  return fail(l, "containers nested deeper than %zu levels; limit exceeded", l->lim.max_depth);
+}
+
+static gpuplan__pv *new_container(loader *l, gpuplan__pv_type t) {
+  gpuplan__pv *v;
+  if (l->nconts == l->ccap) {
+    void *c = l->conts;
+    if (grow(l, &c, &l->ccap, l->nconts + 1, sizeof *l->conts)) return NULL;
+    l->conts = c;
+  }
+  v = newv(l, t, 0);
+  if (!v) return NULL;
+  v->seen = 1;
+  l->conts[l->nconts++] = v;
+  return v;
+}
+
+/* Container c takes items[0..n) as children. */
+static int adopt(loader *l, gpuplan__pv *c, gpuplan__pv *const *items, size_t n) {
+  uint32_t h = c->seen & ~EMBEDDED;
+  size_t i;
+  if (c->seen & EMBEDDED) l->dirty = 1;
+  for (i = 0; i < n; i++) {
+    gpuplan__pv *v = items[i];
+    if (!is_container(v)) continue;
+    if (v == c) l->dirty = 1;
+    else if ((v->seen & ~EMBEDDED) >= h) h = (v->seen & ~EMBEDDED) + 1;
+    v->seen |= EMBEDDED;
+  }
+  if (l->dirty) return 0;
+  if (h > l->maxd) return deep(l);
+  c->seen = (c->seen & EMBEDDED) | h;
+  return 0;
+}
+
+static int push_int(loader *l, int64_t i) {
+  gpuplan__pv *v = newv(l, GPUPLAN__PV_INT, 0);
+  if (!v) return nomem(l);
+  v->u.i = i;
+  return push(l, v);
+}
+
+static int push_float(loader *l, double f) {
+  gpuplan__pv *v = newv(l, GPUPLAN__PV_FLOAT, 0);
+  if (!v) return nomem(l);
+  v->u.f = f;
+  return push(l, v);
+}
+
+/* A STR or BYTES holding a copy of s[0..n). */
+static int push_bytes(loader *l, gpuplan__pv_type t, const unsigned char *s, size_t n) {
+  gpuplan__pv *v = newv(l, t, n + 1);
+  char *d;
+  if (!v) return nomem(l);
+  d = (char *)(v + 1);
+  memcpy(d, s, n);
+  d[n] = '\0';
+  v->u.str.s = d;
+  v->u.str.len = n;
+  return push(l, v);
+}
+
+/* A LIST or TUPLE holding stack[k .. sp), which it replaces. */
+static int push_seq(loader *l, gpuplan__pv_type t, size_t k) {
+  size_t n = l->sp - k;
+  gpuplan__pv *v = new_container(l, t);
+  if (!v) return nomem(l);
+  GPUPLAN_TRY(adopt(l, v, l->stack + k, n));
+  if (n) {
+    if (n > SIZE_MAX / sizeof *v->u.seq.items) return nomem(l);
+    v->u.seq.items = gpuplan__arena_alloc(l->arena, n * sizeof *v->u.seq.items);
+    if (!v->u.seq.items) return nomem(l);
+    memcpy(v->u.seq.items, l->stack + k, n * sizeof *v->u.seq.items);
+    v->u.seq.n = v->u.seq.cap = n;
+  }
+  l->sp = k;
+  return push(l, v);
+}
+
+/* Append stack[k .. sp) to the list (or set) at stack[k - 1]. */
+static int extend(loader *l, size_t k) {
+  gpuplan__pv *list, **items;
+  size_t n = l->sp - k, need, cap;
+  if (k == 0 || k <= (l->nmarks ? l->marks[l->nmarks - 1] : 0)) return underflow(l);
+  list = l->stack[k - 1];
+  if (list->type != GPUPLAN__PV_LIST)
+    return fail(l, "%s onto a value that is not a list", gpuplan__pickle_opname(l->op));
+  GPUPLAN_TRY(adopt(l, list, l->stack + k, n));
+  if (list->u.seq.cap - list->u.seq.n < n) {
+    /* Exact for the first batch, which is usually the only one. */
+    need = list->u.seq.n + n;
+    cap = list->u.seq.cap > SIZE_MAX / 2 ? SIZE_MAX : list->u.seq.cap * 2;
+    if (cap < need) cap = need;
+    if (cap > SIZE_MAX / sizeof *items) return nomem(l);
+    items = gpuplan__arena_alloc(l->arena, cap * sizeof *items);
+    if (!items) return nomem(l);
+    if (list->u.seq.n) memcpy(items, list->u.seq.items, list->u.seq.n * sizeof *items);
+    list->u.seq.items = items;
+    list->u.seq.cap = cap;
+  }
+  if (n) memcpy(list->u.seq.items + list->u.seq.n, l->stack + k, n * sizeof *items);
+  list->u.seq.n += n;
+  l->sp = k;
+  return 0;
+}
+
+/* Add the key/value pairs stack[k .. sp) to the dict at stack[k - 1]. */
+static int set_items(loader *l, size_t k) {
+  gpuplan__pv *d, **block;
+  size_t n = l->sp - k, i, need, cap;
+  if (n % 2) return fail(l, "odd number of items for %s", gpuplan__pickle_opname(l->op));
+  n /= 2;
+  if (k == 0 || k <= (l->nmarks ? l->marks[l->nmarks - 1] : 0)) return underflow(l);
+  d = l->stack[k - 1];
+  if (d->type != GPUPLAN__PV_DICT)
+    return fail(l, "%s onto a value that is not a dict", gpuplan__pickle_opname(l->op));
+  GPUPLAN_TRY(adopt(l, d, l->stack + k, 2 * n));
+  if (d->u.dict.cap - d->u.dict.n < n) {
+    need = d->u.dict.n + n;
+    cap = d->u.dict.cap > SIZE_MAX / 2 ? SIZE_MAX : d->u.dict.cap * 2;
+    if (cap < need) cap = need;
+    if (cap > SIZE_MAX / 2 / sizeof *block) return nomem(l);
+    block = gpuplan__arena_alloc(l->arena, 2 * cap * sizeof *block);
+    if (!block) return nomem(l);
+    if (d->u.dict.n) {
+      memcpy(block, d->u.dict.keys, d->u.dict.n * sizeof *block);
+      memcpy(block + cap, d->u.dict.vals, d->u.dict.n * sizeof *block);
+    }
+    d->u.dict.keys = block;
+    d->u.dict.vals = block + cap;
+    d->u.dict.cap = cap;
+  }
+  for (i = 0; i < n; i++) {
+    d->u.dict.keys[d->u.dict.n] = l->stack[k + 2 * i];
+    d->u.dict.vals[d->u.dict.n] = l->stack[k + 2 * i + 1];
+    d->u.dict.n++;
+  }
+  l->sp = k;
+  return 0;
+}
+
+/* --- the memo ------------------------------------------------------------- */
+
+static int memo_put(loader *l, uint64_t idx) {
+  if (l->sp == 0 || avail(l) == 0) return underflow(l);
+  /* Picklers number memo entries 0, 1, 2, ... and each entry costs at least
+   * two bytes of input, so a larger index is malformed; refusing it keeps a
+   * hostile index from sizing the memo. */
+  if (idx >= l->len) return fail(l, "memo index %llu out of range", (unsigned long long)idx);
+  if (idx >= l->memo_cap) {
+    size_t old = l->memo_cap;
+    void *m = l->memo;
+    GPUPLAN_TRY(grow(l, &m, &l->memo_cap, (size_t)idx + 1, sizeof *l->memo));
+    l->memo = m;
+    memset(l->memo + old, 0, (l->memo_cap - old) * sizeof *l->memo);
+  }
+  if (!l->memo[idx]) l->memo_len++;
+  l->memo[idx] = l->stack[l->sp - 1];
+  return 0;
+}
+
+static int memo_get(loader *l, uint64_t idx) {
+  if (idx >= l->memo_cap || !l->memo[idx])
+    return fail(l, "memo key %llu not found", (unsigned long long)idx);
+  return push(l, l->memo[idx]);
+}
+
+/* --- text arguments (protocol 0) ------------------------------------------- */
+
+static int is_space(int c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+/* A decimal integer with optional sign and surrounding blanks, from -2^63
+ * to 2^64 - 1 (kept modulo 2^64, as for LONG1).  Returns 0, -1 when s is
+ * not a number, or 1 when it is out of that range. */
+static int parse_dec(const unsigned char *s, size_t n, int64_t *out) {
+  size_t i = 0;
+  int neg = 0, digits = 0;
+  uint64_t u = 0, lim;
+  while (i < n && is_space(s[i])) i++;
+  if (i < n && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
+  lim = neg ? (uint64_t)INT64_MAX + 1 : UINT64_MAX;
+  for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
+    unsigned d = (unsigned)(s[i] - '0');
+    if (u > (lim - d) / 10) {
+      while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+      while (i < n && is_space(s[i])) i++;
+      return i == n ? 1 : -1;
+    }
+    u = u * 10 + d;
+  }
+  while (i < n && is_space(s[i])) i++;
+  if (!digits || i != n) return -1;
+  *out = neg ? (u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u) : to_signed(u);
+  return 0;
+}
+
+static int text_int(loader *l, const unsigned char *s, size_t n, int64_t *out) {
+  int rc = parse_dec(s, n, out);
+  if (rc > 0) return fail(l, "%s: integer too large", gpuplan__pickle_opname(l->op));
+  if (rc < 0) return fail(l, "%s: bad integer '%.*s'", gpuplan__pickle_opname(l->op),
+                          n > 40 ? 40 : (int)n, (const char *)s);
+  return 0;
+}
+
+static int text_index(loader *l, uint64_t *idx) {
+  const unsigned char *s;
+  size_t n;
+  int64_t v;
+  GPUPLAN_TRY(line(l, &s, &n));
+  GPUPLAN_TRY(text_int(l, s, n, &v));
+  if (v < 0) return fail(l, "negative memo index in %s", gpuplan__pickle_opname(l->op));
+  *idx = (uint64_t)v;
+  return 0;
+}
+
+static int load_text_float(loader *l) {
+  const unsigned char *s;
+  size_t n, i;
+  char tmp[256], *end;
+  double f;
+  GPUPLAN_TRY(line(l, &s, &n));
+  if (n == 0 || n >= sizeof tmp) return fail(l, "FLOAT: bad length %zu", n);
+  /* strtod follows the locale's decimal point; pickles always use '.'.
+   * The point is found by printing, which reads the locale without
+   * keeping any state of our own. */
+  if (!l->point) {
+    char probe[8];
+    snprintf(probe, sizeof probe, "%.1f", 0.5);
+    l->point = probe[1];
+  }
+  for (i = 0; i < n; i++) {
+    char c = (char)s[i];
+    if (c == 'x' || c == 'X' || c == '\0' || c == '(' || c == ',') goto bad;
+    tmp[i] = c == '.' ? l->point : c;
+  }
+  tmp[n] = '\0';
+  f = strtod(tmp, &end);
+  if (end == tmp) goto bad;
+  while (*end && is_space((unsigned char)*end)) end++;
+  if (*end) goto bad;
+  return push_float(l, f);
+bad:
+  return fail(l, "FLOAT: bad number '%.*s'", n > 40 ? 40 : (int)n, (const char *)s);
+}
+
+static int hexval(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* STRING: a quoted Python 2 str literal, decoded as codecs.escape_decode. */
+static int load_text_string(loader *l) {
+  const unsigned char *s;
+  size_t n, i, o = 0;
+  gpuplan__pv *v;
+  char *d;
+  GPUPLAN_TRY(line(l, &s, &n));
+  while (n > 0 && is_space(s[n - 1])) n--; /* Python 2's repr never ends in blanks */
+  if (n < 2 || s[0] != s[n - 1] || (s[0] != '\'' && s[0] != '"'))
+    return fail(l, "the STRING opcode argument must be quoted");
+  s++;
+  n -= 2;
+  v = newv(l, GPUPLAN__PV_STR, n + 1);
+  if (!v) return nomem(l);
+  d = (char *)(v + 1);
+  for (i = 0; i < n;) {
+    int c = s[i++], e;
+    if (c != '\\') {
+      d[o++] = (char)c;
+      continue;
+    }
+    if (i == n) return fail(l, "STRING: trailing \\ in string");
+    e = s[i++];
+    switch (e) {
+    case '\\': case '\'': case '"': d[o++] = (char)e; break;
+    case 'a': d[o++] = '\a'; break;
+    case 'b': d[o++] = '\b'; break;
+    case 'f': d[o++] = '\f'; break;
+    case 'n': d[o++] = '\n'; break;
+    case 'r': d[o++] = '\r'; break;
+    case 't': d[o++] = '\t'; break;
+    case 'v': d[o++] = '\v'; break;
+    case 'x': {
+      int h1 = i < n ? hexval(s[i]) : -1, h2 = i + 1 < n ? hexval(s[i + 1]) : -1;
+      if (h1 < 0 || h2 < 0) return fail(l, "STRING: invalid \\x escape");
+      d[o++] = (char)(h1 * 16 + h2);
+      i += 2;
+      break;
+    }
+    default:
+      if (e >= '0' && e <= '7') {
+        int val = e - '0', k;
+        for (k = 0; k < 2 && i < n && s[i] >= '0' && s[i] <= '7'; k++)
+          val = val * 8 + (s[i++] - '0');
+        d[o++] = (char)(val & 0xff);
+      } else {
+        d[o++] = '\\';
+        d[o++] = (char)e;
+      }
+    }
+  }
+  d[o] = '\0';
+  v->u.str.s = d;
+  v->u.str.len = o;
+  return push(l, v);
+}
+
+static size_t put_utf8(char *d, uint32_t cp) {
+  if (cp < 0x80) {
+    d[0] = (char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    d[0] = (char)(0xc0 | cp >> 6);
+    d[1] = (char)(0x80 | (cp & 0x3f));
+    return 2;
+  }
+  if (cp < 0x10000) { /* lone surrogates pass through, as surrogatepass would */
+    d[0] = (char)(0xe0 | cp >> 12);
+    d[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+    d[2] = (char)(0x80 | (cp & 0x3f));
+    return 3;
+  }
+  d[0] = (char)(0xf0 | cp >> 18);
+  d[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+  d[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+  d[3] = (char)(0x80 | (cp & 0x3f));
+  return 4;
+}
+
+/* UNICODE: raw-unicode-escape (latin-1 plus \uXXXX and \UXXXXXXXX), to UTF-8.
+ * Every input byte becomes at most two output bytes. */
+static int load_text_unicode(loader *l) {
+  const unsigned char *s;
+  size_t n, i, o = 0;
+  gpuplan__pv *v;
+  char *d;
+  GPUPLAN_TRY(line(l, &s, &n));
+  if (n > (SIZE_MAX - 1) / 2) return nomem(l);
+  v = newv(l, GPUPLAN__PV_STR, 2 * n + 1);
+  if (!v) return nomem(l);
+  d = (char *)(v + 1);
+  for (i = 0; i < n;) {
+    int c = s[i++];
+    if (c != '\\' || i == n) {
+      o += put_utf8(d + o, (uint32_t)c);
+      continue;
+    }
+    c = s[i++];
+    if (c == 'u' || c == 'U') {
+      size_t k, count = c == 'u' ? 4 : 8;
+      uint32_t cp = 0;
+      for (k = 0; k < count; k++) {
+        int h = i + k < n ? hexval(s[i + k]) : -1;
+        if (h < 0) return fail(l, "UNICODE: truncated \\%c escape", c);
+        cp = cp << 4 | (uint32_t)h;
+      }
+      if (cp > 0x10ffff) return fail(l, "UNICODE: \\U%08lx out of range", (unsigned long)cp);
+      i += count;
+      o += put_utf8(d + o, cp);
+    } else {
+      d[o++] = '\\';
+      o += put_utf8(d + o, (uint32_t)c);
+    }
+  }
+  d[o] = '\0';
+  v->u.str.s = d;
+  v->u.str.len = o;
+  return push(l, v);
+}
+
+/* LONG1/LONG4: little-endian two's complement of any length. */
+static int push_long(loader *l, const unsigned char *s, size_t n) {
+  uint64_t u = 0;
+  size_t i, m = n < 8 ? n : 8;
+  if (n > 8) {
+    /* Longer than 8 bytes fits only if the extra bytes are sign fill: a
+     * negative number must then reach bit 63; a non-negative one may be up
+     * to 2^64 - 1 and is kept modulo 2^64 (see pickle.h). */
+    unsigned char fill = (s[n - 1] & 0x80) ? 0xff : 0x00;
+    for (i = 8; i < n; i++)
+      if (s[i] != fill) goto big;
+    if (fill && !(s[7] & 0x80)) goto big;
+  }
+  for (i = 0; i < m; i++) u |= (uint64_t)s[i] << (8 * i);
+  if (m > 0 && m < 8 && (s[m - 1] & 0x80)) u |= ~(uint64_t)0 << (8 * m);
+  return push_int(l, to_signed(u));
+big:
+  return fail(l, "%s: integer too large (%zu bytes)", gpuplan__pickle_opname(l->op), n);
+}
+
+/* --- the loop ------------------------------------------------------------- */
+
+static int step(loader *l, int *stop) {
+  const unsigned char *a = NULL;
+  size_t n, k;
+  uint64_t len;
+  int64_t iv;
+  gpuplan__pv *v;
+  const char *why;
+
+  l->at = l->pos;
+  l->op = l->buf[l->pos++];
+  switch (l->op) {
+  case OP_PROTO:
+    GPUPLAN_TRY(take(l, 1, &a));
+    if (a[0] > HIGHEST_PROTOCOL) return fail(l, "unsupported pickle protocol %d", a[0]);
+    l->protocol = a[0];
+    return 0;
+  case OP_FRAME:
+    /* Frames only group opcodes for buffered reading; check and skip. */
+    GPUPLAN_TRY(take(l, 8, &a));
+    len = le64(a);
+    if (len > (uint64_t)(l->len - l->pos))
+      return fail(l, "truncated in FRAME (length %llu, %zu bytes left)",
+                  (unsigned long long)len, l->len - l->pos);
+    return 0;
+  case OP_STOP:
+    if (l->nmarks) return fail(l, "STOP with an open MARK");
+    if (l->sp != 1) return fail(l, "STOP with %zu values on the stack (expected 1)", l->sp);
+    *stop = 1;
+    return 0;
+
+  case OP_MARK:
+    if (l->nmarks == l->mcap) {
+      void *m = l->marks;
+      GPUPLAN_TRY(grow(l, &m, &l->mcap, l->nmarks + 1, sizeof *l->marks));
+      l->marks = m;
+    }
+    l->marks[l->nmarks++] = l->sp;
+    return 0;
+  case OP_POP:
+    if (avail(l)) l->sp--;
+    else if (l->nmarks) l->nmarks--;   /* Python pops a MARK when nothing is above it */
+    else return underflow(l);
+    return 0;
+  case OP_POP_MARK:
+    GPUPLAN_TRY(pop_mark(l, &k));
+    l->sp = k;
+    return 0;
+  case OP_DUP:
+    GPUPLAN_TRY(need_items(l, 1));
+    return push(l, l->stack[l->sp - 1]);
+
+  case OP_NONE: return push(l, l->none);
+  case OP_NEWTRUE: return push(l, l->yes);
+  case OP_NEWFALSE: return push(l, l->no);
+  case OP_INT:
+    GPUPLAN_TRY(line(l, &a, &n));
+    if (n == 2 && a[0] == '0' && (a[1] == '0' || a[1] == '1')) /* I01, I00: bools */
+      return push(l, a[1] == '1' ? l->yes : l->no);
+    GPUPLAN_TRY(text_int(l, a, n, &iv));
+    return push_int(l, iv);
+  case OP_LONG:
+    GPUPLAN_TRY(line(l, &a, &n));
+    if (n > 0 && a[n - 1] == 'L') n--;
+    GPUPLAN_TRY(text_int(l, a, n, &iv));
+    return push_int(l, iv);
+  case OP_BININT:
+    GPUPLAN_TRY(take(l, 4, &a));
+    return push_int(l, (int32_t)le32(a));
+  case OP_BININT1:
+    GPUPLAN_TRY(take(l, 1, &a));
+    return push_int(l, a[0]);
+  case OP_BININT2:
+    GPUPLAN_TRY(take(l, 2, &a));
+    return push_int(l, a[0] | a[1] << 8);
+  case OP_LONG1:
+    GPUPLAN_TRY(take(l, 1, &a));
+    n = a[0];
+    GPUPLAN_TRY(take(l, n, &a));
+    return push_long(l, a, n);
+  case OP_LONG4:
+    GPUPLAN_TRY(take(l, 4, &a));
+    iv = (int32_t)le32(a);
+    if (iv < 0) return fail(l, "LONG4: negative byte count");
+    GPUPLAN_TRY(take(l, (uint64_t)iv, &a));
+    return push_long(l, a, (size_t)iv);
+  case OP_FLOAT: return load_text_float(l);
+  case OP_BINFLOAT: {
+    uint64_t bits;
+    double f;
+    size_t i;
+    GPUPLAN_TRY(take(l, 8, &a));
+    for (bits = 0, i = 0; i < 8; i++) bits = bits << 8 | a[i];
+    memcpy(&f, &bits, sizeof f);
+    return push_float(l, f);
+  }
+
+  case OP_STRING: return load_text_string(l);
+  case OP_UNICODE: return load_text_unicode(l);
+  case OP_BINSTRING:
+    GPUPLAN_TRY(take(l, 4, &a));
+    iv = (int32_t)le32(a);
+    if (iv < 0) return fail(l, "BINSTRING: negative byte count");
+    GPUPLAN_TRY(take(l, (uint64_t)iv, &a));
+    return push_bytes(l, GPUPLAN__PV_STR, a, (size_t)iv);
+  case OP_SHORT_BINSTRING:
+  case OP_SHORT_BINUNICODE:
+  case OP_SHORT_BINBYTES:
+    GPUPLAN_TRY(take(l, 1, &a));
+    len = a[0];
+    goto counted;
+  case OP_BINUNICODE:
+  case OP_BINBYTES:
+    GPUPLAN_TRY(take(l, 4, &a));
+    len = le32(a);
+    goto counted;
+  case OP_BINUNICODE8:
+  case OP_BINBYTES8:
+  case OP_BYTEARRAY8:
+    GPUPLAN_TRY(take(l, 8, &a));
+    len = le64(a);
+  counted:
+    GPUPLAN_TRY(take(l, len, &a));
+    return push_bytes(l,
+                      l->op == OP_SHORT_BINBYTES || l->op == OP_BINBYTES ||
+                              l->op == OP_BINBYTES8 || l->op == OP_BYTEARRAY8
+                          ? GPUPLAN__PV_BYTES
+                          : GPUPLAN__PV_STR,
+                      a, (size_t)len);
+
+  case OP_EMPTY_LIST:
+  case OP_EMPTY_SET:
+    if (!(v = new_container(l, GPUPLAN__PV_LIST))) return nomem(l);
+    return push(l, v);
+  case OP_EMPTY_DICT:
+    if (!(v = new_container(l, GPUPLAN__PV_DICT))) return nomem(l);
+    return push(l, v);
+  case OP_EMPTY_TUPLE:
+    return push_seq(l, GPUPLAN__PV_TUPLE, l->sp);
+  case OP_TUPLE1:
+  case OP_TUPLE2:
+  case OP_TUPLE3:
+    n = (size_t)(l->op - OP_TUPLE1 + 1);
+    GPUPLAN_TRY(need_items(l, n));
+    return push_seq(l, GPUPLAN__PV_TUPLE, l->sp - n);
+  case OP_TUPLE:
+    GPUPLAN_TRY(pop_mark(l, &k));
+    return push_seq(l, GPUPLAN__PV_TUPLE, k);
+  case OP_LIST:
+  case OP_FROZENSET:
+    GPUPLAN_TRY(pop_mark(l, &k));
+    return push_seq(l, GPUPLAN__PV_LIST, k);
+  case OP_DICT:
+    GPUPLAN_TRY(pop_mark(l, &k));
+    if ((l->sp - k) % 2) return fail(l, "odd number of items for DICT");
+    if (!(v = new_container(l, GPUPLAN__PV_DICT))) return nomem(l);
+    /* Build it in place: the dict goes below its items, then SETITEMS. */
+    GPUPLAN_TRY(push(l, v));
+    memmove(l->stack + k + 1, l->stack + k, (l->sp - 1 - k) * sizeof *l->stack);
+    l->stack[k] = v;
+    return set_items(l, k + 1);
+  case OP_APPEND:
+    GPUPLAN_TRY(need_items(l, 2));
+    return extend(l, l->sp - 1);
+  case OP_APPENDS:
+  case OP_ADDITEMS:
+    GPUPLAN_TRY(pop_mark(l, &k));
+    return extend(l, k);
+  case OP_SETITEM:
+    GPUPLAN_TRY(need_items(l, 3));
+    return set_items(l, l->sp - 2);
+  case OP_SETITEMS:
+    GPUPLAN_TRY(pop_mark(l, &k));
+    return set_items(l, k);
+
+  case OP_PUT:
+    GPUPLAN_TRY(text_index(l, &len));
+    return memo_put(l, len);
+  case OP_BINPUT:
+    GPUPLAN_TRY(take(l, 1, &a));
+    return memo_put(l, a[0]);
+  case OP_LONG_BINPUT:
+    GPUPLAN_TRY(take(l, 4, &a));
+    return memo_put(l, le32(a));
+  case OP_MEMOIZE:
+    return memo_put(l, l->memo_len);
+  case OP_GET:
+    GPUPLAN_TRY(text_index(l, &len));
+    return memo_get(l, len);
+  case OP_BINGET:
+    GPUPLAN_TRY(take(l, 1, &a));
+    return memo_get(l, a[0]);
+  case OP_LONG_BINGET:
+    GPUPLAN_TRY(take(l, 4, &a));
+    return memo_get(l, le32(a));
+
+  default:
+    why = refusal(l->op);
+    if (why) return fail(l, "opcode %s (0x%02x) %s; refused", opnames[l->op], l->op, why);
+    return fail(l, "unknown opcode 0x%02x; refused", l->op);
+  }
+}
+
+/* --- the shape check ------------------------------------------------------ */
+
+typedef struct frame {
+  gpuplan__pv *v;
+  size_t i, n;  /* next child, children */
+  uint32_t h;   /* the tallest child so far */
+} frame;
+
+static gpuplan__pv *child(const gpuplan__pv *v, size_t i) {
+  if (v->type == GPUPLAN__PV_DICT) return (i & 1) ? v->u.dict.vals[i >> 1] : v->u.dict.keys[i >> 1];
+  return v->u.seq.items[i];
+}
+
+static size_t children(const gpuplan__pv *v) {
+  return v->type == GPUPLAN__PV_DICT ? 2 * v->u.dict.n : v->u.seq.n;
+}
+
+/*
+ * For a dirty load: refuse cycles and nesting deeper than max_depth, in one
+ * depth-first pass that visits each container once.  seen is reset to 0,
+ * then is 1 while the container is on the path, and 2 + its height after.
+ */
+static int check_shape(loader *l, gpuplan__pv *root) {
+  frame *fr = NULL;
+  size_t nf = 0, cap = 0, i;
+  uint32_t maxd = l->maxd;
+  int rc = 0;
+  if (!is_container(root)) return 0;
+  for (i = 0; i < l->nconts; i++) l->conts[i]->seen = 0;
+  if (maxd == 0) goto too_deep;
+  for (;;) {
+    gpuplan__pv *v;
+    if (nf == 0 || fr[nf - 1].i == fr[nf - 1].n) {
+      uint32_t h;
+      if (nf == 0) {
+        if (root->seen) break;
+        v = root;
+      } else {
+        h = fr[nf - 1].h + 1;
+        if (h > maxd) goto too_deep;
+        fr[--nf].v->seen = h + 2;
+        if (nf && h > fr[nf - 1].h) fr[nf - 1].h = h;
+        continue;
+      }
+    } else {
+      v = child(fr[nf - 1].v, fr[nf - 1].i++);
+      if (!is_container(v)) continue;
+      if (v->seen == 1) {
+        gpuplan__error(l->ctx, GPUPLAN_EINVAL,
+                       "pickle: a %s contains itself (recursive structure); refused",
+                       v->type == GPUPLAN__PV_DICT   ? "dict"
+                       : v->type == GPUPLAN__PV_LIST ? "list"
+                                                     : "tuple");
+        rc = GPUPLAN_EINVAL;
+        goto done;
+      }
+      if (v->seen) {
+        if (v->seen - 2 > fr[nf - 1].h) fr[nf - 1].h = v->seen - 2;
+        continue;
+      }
+      if (nf >= maxd) goto too_deep;
+    }
+    if (nf == cap) {
+      void *f = fr;
+      rc = grow(l, &f, &cap, nf + 1, sizeof *fr);
+      if (rc) goto done;
+      fr = f;
+    }
+    v->seen = 1;
+    fr[nf].v = v;
+    fr[nf].i = 0;
+    fr[nf].n = children(v);
+    fr[nf].h = 0;
+    nf++;
+  }
+  goto done;
+too_deep:
+  gpuplan__error(l->ctx, GPUPLAN_EINVAL,
+                 "pickle: containers nested deeper than %zu levels; limit exceeded",
+                 l->lim.max_depth);
+  rc = GPUPLAN_EINVAL;
+done:
+  gpuplan__free(l->ctx, fr);
+  return rc;
+}
+
+/* --- entry points ---------------------------------------------------------- */
+
+int gpuplan__pickle_load_ex(gpuplan_ctx *ctx, const void *buf, size_t len,
+                            const gpuplan__pickle_limits *limits, gpuplan__pickle *p,
+                            const gpuplan__pv **root) {
+  gpuplan__pickle_limits defaults = GPUPLAN__PICKLE_LIMITS_INIT;
+  loader l;
+  gpuplan__pv *single;
+  int rc = 0, stop = 0;
+
+  if (root) *root = NULL;
+  if (p) memset(p, 0, sizeof *p);
+  if (!ctx) return GPUPLAN_EMISUSE;
+  if (!p || !root || (!buf && len))
+    return gpuplan__error(ctx, GPUPLAN_EMISUSE, "pickle: p, root and buf must not be NULL");
+
+  memset(&l, 0, sizeof l);
+  l.ctx = ctx;
+  l.arena = &p->arena;
+  l.buf = buf;
+  l.len = len;
+  l.lim = limits ? *limits : defaults;
+  l.slab_next = SLAB_MIN;
+  l.maxd = l.lim.max_depth > MAX_HEIGHT ? MAX_HEIGHT : (uint32_t)l.lim.max_depth;
+  gpuplan__arena_init(&p->arena, ctx);
+
+  single = gpuplan__arena_alloc(&p->arena, 3 * sizeof *single);
+  if (!single) {
+    rc = nomem(&l);
+    goto done;
+  }
+  memset(single, 0, 3 * sizeof *single);
+  /* The stack always exists, so that stack + k is never arithmetic on NULL. */
+  {
+    void *st = NULL;
+    rc = grow(&l, &st, &l.scap, 1, sizeof *l.stack);
+    if (rc) goto done;
+    l.stack = st;
+  }
+  l.none = &single[0];
+  l.none->type = GPUPLAN__PV_NONE;
+  l.yes = &single[1];
+  l.yes->type = GPUPLAN__PV_BOOL;
+  l.yes->u.b = 1;
+  l.no = &single[2];
+  l.no->type = GPUPLAN__PV_BOOL;
+
+  while (!stop) {
+    if (l.pos >= l.len) {
+      l.at = l.pos;
+      rc = fail(&l, "truncated before STOP");
+      break;
+    }
+    rc = step(&l, &stop);
+    if (rc) break;
+  }
+  if (!rc && l.dirty) {
+    rc = check_shape(&l, l.stack[0]);
+  } else if (!rc && is_container(l.stack[0]) && (l.stack[0]->seen & ~EMBEDDED) > l.maxd) {
+    rc = deep(&l);
+  }
+
+done:
+  if (!rc) {
+    *root = l.stack[0];
+    p->ctx = ctx;
+    p->protocol = l.protocol;
+    p->values = l.pushes;
+    gpuplan__ctx_ref(ctx);
+    gpuplan__clear(ctx);
+  } else {
+    gpuplan__arena_free(&p->arena);
+  }
+  gpuplan__free(ctx, l.stack);
+  gpuplan__free(ctx, l.marks);
+  gpuplan__free(ctx, l.memo);
+  gpuplan__free(ctx, l.conts);
+  return rc;
+}
+
+int gpuplan__pickle_load(gpuplan_ctx *ctx, const void *buf, size_t len, gpuplan__pickle *p,
+                         const gpuplan__pv **root) {
+  return gpuplan__pickle_load_ex(ctx, buf, len, NULL, p, root);
+}
+
+void gpuplan__pickle_free(gpuplan__pickle *p) {
+  gpuplan_ctx *ctx;
+  if (!p || !p->ctx) return;
+  ctx = p->ctx;
+  gpuplan__arena_free(&p->arena);
+  p->ctx = NULL;
+  gpuplan__ctx_unref(ctx);
+}
+
+/* --- helpers --------------------------------------------------------------- */
+
+const gpuplan__pv *gpuplan__pv_get(const gpuplan__pv *dict, const char *key) {
+  size_t i, n;
+  if (!dict || !key || dict->type != GPUPLAN__PV_DICT) return NULL;
+  n = strlen(key);
+  for (i = dict->u.dict.n; i-- > 0;) {
+    const gpuplan__pv *k = dict->u.dict.keys[i];
+    if (k->type == GPUPLAN__PV_STR && k->u.str.len == n && memcmp(k->u.str.s, key, n) == 0)
+      return dict->u.dict.vals[i];
+  }
+  return NULL;
+}
+
+int gpuplan__pv_int(const gpuplan__pv *v, int64_t *out) {
+  if (!v || !out) return -1;
+  if (v->type == GPUPLAN__PV_INT) *out = v->u.i;
+  else if (v->type == GPUPLAN__PV_BOOL) *out = v->u.b;
+  else return -1;
+  return 0;
+}
+
+const char *gpuplan__pv_str(const gpuplan__pv *v) {
+  return v && v->type == GPUPLAN__PV_STR ? v->u.str.s : NULL;
+}

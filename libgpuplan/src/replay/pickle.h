@@ -1,0 +1,113 @@
+/*
+ * pickle.h: a reader for Python pickles of plain data only, enough for the
+ * files torch.cuda.memory._dump_snapshot() writes.  Not installed.
+ *
+ * It understands every opcode that pickle protocols 0-5 emit for None, bool,
+ * int, float, str, bytes, bytearray, list, tuple, dict, set and frozenset,
+ * and refuses, with the opcode's name and byte offset, every opcode that
+ * imports or calls code (GLOBAL, STACK_GLOBAL, REDUCE, BUILD, INST, OBJ,
+ * NEWOBJ, NEWOBJ_EX, EXT1/2/4), needs a hook (PERSID, BINPERSID,
+ * NEXT_BUFFER, READONLY_BUFFER) or is unknown.  Loading never runs code.
+ *
+ * Values live in the gpuplan__pickle's arena and are never freed one by one,
+ * so a memo entry that the file references many times is one shared value.
+ * A successful load returns a tree or a DAG: a container that contains
+ * itself, directly or not, is refused, so consumers may walk the result
+ * recursively, to at most max_depth levels of containers.
+ */
+#ifndef GPUPLAN_REPLAY_PICKLE_H
+#define GPUPLAN_REPLAY_PICKLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/internal.h"
+
+typedef enum {
+  GPUPLAN__PV_NONE,
+  GPUPLAN__PV_BOOL,
+  GPUPLAN__PV_INT,
+  GPUPLAN__PV_FLOAT,
+  GPUPLAN__PV_STR,    /* str; also protocol 0-2 STRING/BINSTRING (Python 2 str) */
+  GPUPLAN__PV_BYTES,  /* bytes and bytearray */
+  GPUPLAN__PV_LIST,   /* list; also set and frozenset, in file order */
+  GPUPLAN__PV_TUPLE,
+  GPUPLAN__PV_DICT
+} gpuplan__pv_type;
+
+typedef struct gpuplan__pv gpuplan__pv;
+
+struct gpuplan__pv {
+  gpuplan__pv_type type;
+  uint32_t seen;  /* the loader's own bookkeeping (shape check); ignore it */
+  union {
+    int b;
+    /* INT: -2^63 .. 2^64 - 1.  Values from 2^63 up are kept modulo 2^64
+     * (read them as (uint64_t)i): torch writes a frame's unknown line as
+     * 2^64 - 1.  Anything wider is refused as "integer too large". */
+    int64_t i;
+    double f;
+    /* STR and BYTES: s[len] == '\0'; s may contain NULs and, for STR,
+     * whatever bytes the file holds (UTF-8 is not validated). */
+    struct { const char *s; size_t len; } str;
+    struct { gpuplan__pv **items; size_t n, cap; } seq;  /* LIST, TUPLE */
+    /* DICT: pairs in file order.  Keys are not deduplicated: a later
+     * SETITEM with an equal key appends a second pair, and
+     * gpuplan__pv_get returns the last one, as Python would. */
+    struct { gpuplan__pv **keys, **vals; size_t n, cap; } dict;
+  } u;
+};
+
+/* The loaded document.  Everything a load returns lives in arena. */
+typedef struct gpuplan__pickle {
+  gpuplan__arena arena;
+  gpuplan_ctx *ctx;   /* non-NULL while the pickle holds values (and a ctx reference) */
+  int protocol;       /* the PROTO opcode's argument; 0 when there was none */
+  size_t values;      /* values pushed while loading (memo references included) */
+} gpuplan__pickle;
+
+typedef struct gpuplan__pickle_limits {
+  size_t max_depth;   /* levels of nested containers in the result */
+  size_t max_items;   /* values pushed while loading, memo references included */
+} gpuplan__pickle_limits;
+
+#define GPUPLAN__PICKLE_LIMITS_INIT {200, 50000000}
+
+/*
+ * Parse buf[0..len) into *root.  p need not be initialised; after the call,
+ * whether it succeeded or not, release it with gpuplan__pickle_free.  The
+ * values *root reaches stay valid until then.  Bytes after STOP are ignored.
+ *
+ * @return GPUPLAN_OK; GPUPLAN_EINVAL for a malformed or refused pickle, with
+ *         a message "pickle: offset N: ..." ("pickle: ..." for a cycle found
+ *         after STOP); GPUPLAN_ENOMEM; GPUPLAN_EMISUSE for NULL arguments.
+ * @errors any  @threads ctx
+ */
+int gpuplan__pickle_load(gpuplan_ctx *ctx, const void *buf, size_t len, gpuplan__pickle *p,
+                         const gpuplan__pv **root);
+
+/* The same with explicit limits (NULL: GPUPLAN__PICKLE_LIMITS_INIT). */
+int gpuplan__pickle_load_ex(gpuplan_ctx *ctx, const void *buf, size_t len,
+                            const gpuplan__pickle_limits *limits, gpuplan__pickle *p,
+                            const gpuplan__pv **root);
+
+/* Free every value of p.  Accepts NULL and a pickle whose load failed. */
+void gpuplan__pickle_free(gpuplan__pickle *p);
+
+/* The name of opcode op ("BINUNICODE"), or "unknown". */
+const char *gpuplan__pickle_opname(int op);
+
+/* --- helpers for consumers --------------------------------------------- */
+
+/* The value of the last pair of dict whose key is the str key; NULL when
+ * dict is NULL, not a dict, or has no such key. */
+const gpuplan__pv *gpuplan__pv_get(const gpuplan__pv *dict, const char *key);
+
+/* *out = the value of an INT or BOOL; returns 0, or -1 (and leaves *out
+ * alone) for NULL or any other type. */
+int gpuplan__pv_int(const gpuplan__pv *v, int64_t *out);
+
+/* The bytes of a STR (NUL-terminated); NULL for NULL or any other type. */
+const char *gpuplan__pv_str(const gpuplan__pv *v);
+
+#endif /* GPUPLAN_REPLAY_PICKLE_H */
