@@ -5,7 +5,7 @@
 set -eu
 pkgs="cmake make gcc g++ pkg-config libsqlite3-dev"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs libcmocka-dev python3 binutils"
+  pkgs="$pkgs libcmocka-dev python3 binutils clang libclang-rt-14-dev"
 fi
 missing=""
 for p in $pkgs; do

@@ -201,6 +201,8 @@ static const char simulate_usage[] =
     "  --steps N          training steps [2]\n"
     "  --alloc-conf S     PYTORCH_CUDA_ALLOC_CONF, e.g. expandable_segments:True\n"
     "  --keep-grads       zero_grad(set_to_none=False): gradients persist\n"
+    "  --snapshot FILE    write the run as a torch memory snapshot pickle\n"
+    "                     (open it at pytorch.org/memory_viz, or gpuplan replay)\n"
     "All options of `gpuplan plan` apply (see gpuplan plan --help).\n";
 
 static void print_sim(const gpuplan_sim_result *r, const gpuplan_sim_options *so, int json) {
@@ -296,6 +298,7 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
     } else if (strcmp(a, "--json") == 0) json = 1;
     else if (simulate && strcmp(a, "--keep-grads") == 0) so.set_to_none = 0;
     else if (simulate && strcmp(a, "--alloc-conf") == 0) { NEED_VALUE(); so.alloc_conf = argv[++i]; }
+    else if (simulate && strcmp(a, "--snapshot") == 0) { NEED_VALUE(); so.snapshot_path = argv[++i]; }
     else if (simulate && strcmp(a, "--steps") == 0) {
       NEED_VALUE();
       if ((rc = num(c, a, argv[++i], &v))) return rc;
@@ -429,6 +432,7 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
     if (rc) return cli_fail(c, EXIT_RUNTIME, "simulate: %s", gpuplan_errmsg(c->ctx));
     if (!json) header(c, m, size > 0 ? model_name : m->id, g, gpus, &o, worst.params_total);
     print_sim(&sr, &so, json);
+    if (so.snapshot_path && !json) printf("snapshot written to %s\n", so.snapshot_path);
     return EXIT_OK;
   }
   if (!worst.fits) {

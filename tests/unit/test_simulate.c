@@ -139,12 +139,48 @@ static void test_simulate__expandable_segments_and_errors(void **state) {
   assert_int_equal(gpuplan_simulate(f->ctx, m, g, &o, &so, &a), GPUPLAN_EINVAL);
 }
 
+/* A simulated run exported as a snapshot replays exactly, OOM included:
+ * the exporter and the replay checker agree with the allocator. */
+static void test_simulate__snapshot_export_round_trip(void **state) {
+  fixture *f = *state;
+  gpuplan_memory_options o = GPUPLAN_MEMORY_OPTIONS_INIT;
+  gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
+  gpuplan_sim_result r;
+  gpuplan_snapshot *s = NULL;
+  gpuplan_replay_result rr;
+  char path[512];
+  tmp_path(path, sizeof path, "sim-7b.pickle");
+  o.params_override = 7e9;
+  so.snapshot_path = path;
+  sim(f, "llama-2-7b", "a100-40gb", &o, &so, &r);
+  assert_true(r.oom);
+  assert_int_equal(gpuplan_snapshot_load(f->ctx, path, 0, &s), GPUPLAN_OK);
+  assert_int_equal(gpuplan_snapshot_replay(f->ctx, s, NULL, &rr), GPUPLAN_OK);
+  if (!rr.exact) fprintf(stderr, "diverges at %zu: %s\n", rr.diverged_at, rr.divergence);
+  assert_true(rr.exact);
+  assert_false(rr.rebuilt_start);
+  assert_true(rr.oom_event != SIZE_MAX);
+  assert_string_equal(rr.oom_message, r.oom_message);
+  assert_int_equal(rr.peak_allocated, r.peak_allocated);
+  assert_int_equal(rr.peak_reserved, r.peak_reserved);
+  gpuplan_snapshot_free(s);
+  /* Traces recorded with expandable segments: the exact check refuses. */
+  o.dp = 8;
+  o.dp_mode = GPUPLAN_DP_ZERO3;
+  so.alloc_conf = "expandable_segments:True";
+  sim(f, "llama-2-7b", "a100-40gb", &o, &so, &r);
+  assert_int_equal(gpuplan_snapshot_load(f->ctx, path, 0, &s), GPUPLAN_OK);
+  assert_int_equal(gpuplan_snapshot_replay(f->ctx, s, NULL, &rr), GPUPLAN_EUNSUPPORTED);
+  gpuplan_snapshot_free(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, fixture_setup, fixture_teardown)
     T(test_simulate__seed_ticket_ooms_like_pytorch),
     T(test_simulate__agrees_with_the_analytic_model),
     T(test_simulate__expandable_segments_and_errors),
+    T(test_simulate__snapshot_export_round_trip),
   };
   return cmocka_run_group_tests_name("simulate", tests, NULL, NULL);
 }

@@ -92,13 +92,38 @@ typedef struct gpuplan_replay_result {
  * Replay a snapshot.
  * @param options  NULL for an exact replay.
  * @return GPUPLAN_OK (inspect out: a divergence or an OOM is a result, not
- *         an error); GPUPLAN_EINVAL (bad alloc_conf, or a file whose state
- *         cannot be rebuilt: the message says why); GPUPLAN_ENOMEM.
+ *         an error); GPUPLAN_EINVAL (bad alloc_conf); GPUPLAN_EUNSUPPORTED
+ *         (an exact check of a trace recorded with expandable segments);
+ *         GPUPLAN_ENOMEM.
  * @errors any  @threads ctx  @since 0.1.0
  */
 GPUPLAN_API int gpuplan_snapshot_replay(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
                                         const gpuplan_replay_options *options,
                                         gpuplan_replay_result *out);
+
+/** Collects allocator trace entries (to export them as a snapshot). */
+typedef struct gpuplan_recorder gpuplan_recorder;
+
+/** Create a recorder.  @errors nomem  @threads ctx  @since 0.1.0 */
+GPUPLAN_API int gpuplan_recorder_new(gpuplan_ctx *ctx, gpuplan_recorder **out);
+/** Free a recorder.  Accepts NULL. */
+GPUPLAN_API void gpuplan_recorder_free(gpuplan_recorder *r);
+/** A gpuplan_alloc_trace_fn: pass it with the recorder as payload. */
+GPUPLAN_API void gpuplan_recorder_trace(void *recorder, const gpuplan_alloc_event *ev);
+/** Number of entries recorded. */
+GPUPLAN_API size_t gpuplan_recorder_count(const gpuplan_recorder *r);
+
+/**
+ * Write a torch.cuda.memory._dump_snapshot()-format pickle: the allocator's
+ * current segments and blocks, the recorded trace as device 0's history,
+ * and the allocator settings.  PyTorch's memory_viz (pytorch.org/memory_viz)
+ * opens it, and gpuplan_snapshot_load() reads it back.
+ * @return GPUPLAN_OK; GPUPLAN_EIO (cannot write path); GPUPLAN_ENOMEM
+ *         (including a recorder that ran out of memory while recording).
+ * @errors any  @threads ctx  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_snapshot_write(gpuplan_cca *a, const gpuplan_recorder *rec,
+                                       const char *path);
 
 GPUPLAN_END_DECLS
 

@@ -37,9 +37,12 @@ typedef struct gpuplan_sim_options {
   const gpuplan_device_ops *device;
   gpuplan_alloc_trace_fn trace; /**< every allocator trace entry (may be NULL) */
   void *trace_payload;
+  /** Write the run as a torch memory snapshot pickle here (memory_viz
+   * opens it); NULL for none.  Written also when the run ends in an OOM. */
+  const char *snapshot_path;
 } gpuplan_sim_options;
 
-#define GPUPLAN_SIM_OPTIONS_INIT { GPUPLAN_SIM_OPTIONS_VERSION, 2, NULL, GPUPLAN_TORCH_LATEST, 1, NULL, NULL, NULL }
+#define GPUPLAN_SIM_OPTIONS_INIT { GPUPLAN_SIM_OPTIONS_VERSION, 2, NULL, GPUPLAN_TORCH_LATEST, 1, NULL, NULL, NULL, NULL }
 
 /** What a simulation found (a plain value). */
 typedef struct gpuplan_sim_result {

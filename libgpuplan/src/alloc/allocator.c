@@ -1440,8 +1440,8 @@ void gpuplan_format_size(uint64_t n, char *buf, size_t cap) {
 void gpuplan__alloc_recount(gpuplan_cca *a) {
   gpuplan__seg *s;
   int k;
-  qsort(a->small.v, a->small.n, sizeof *a->small.v, blk_cmp);
-  qsort(a->large.v, a->large.n, sizeof *a->large.v, blk_cmp);
+  if (a->small.n) qsort(a->small.v, a->small.n, sizeof *a->small.v, blk_cmp);
+  if (a->large.n) qsort(a->large.v, a->large.n, sizeof *a->large.v, blk_cmp);
   for (k = 0; k < 3; k++) {
     memset(&a->st.inactive_split[k], 0, sizeof a->st.inactive_split[k]);
     memset(&a->st.inactive_split_bytes[k], 0, sizeof a->st.inactive_split_bytes[k]);

@@ -23,6 +23,19 @@ typedef struct tens {
   double bytes;
 } tens;
 
+/* Both the recorder and the caller's trace function, when both are set. */
+typedef struct tee {
+  gpuplan_recorder *rec;
+  gpuplan_alloc_trace_fn fn;
+  void *payload;
+} tee;
+
+static void tee_trace(void *payload, const gpuplan_alloc_event *ev) {
+  tee *t = payload;
+  if (t->rec) gpuplan_recorder_trace(t->rec, ev);
+  if (t->fn) t->fn(t->payload, ev);
+}
+
 typedef struct prog {
   gpuplan_ctx *ctx;
   gpuplan_cca *a;
@@ -178,6 +191,7 @@ int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan
   double wl, gl, ml, ol, actl, w_extra, g_extra, m_extra, o_extra;
   int rc, zero3, grads_live = 0, state_live = 0, first_stage, last_stage;
   size_t nslots;
+  tee tr;
 
   if (!ctx) return GPUPLAN_EMISUSE;
   if (!model || !gpu || !out) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "simulate: NULL argument");
@@ -203,7 +217,11 @@ int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan
   out->capacity = gpu->memory_bytes > outside ? gpu->memory_bytes - outside : 0;
   rc = gpuplan_cca_new(ctx, &conf, out->capacity ? out->capacity : 1, sim->device, &p.a);
   if (rc) return rc;
-  if (sim->trace) gpuplan_cca_set_trace(p.a, sim->trace, sim->trace_payload);
+  memset(&tr, 0, sizeof tr);
+  tr.fn = sim->trace;
+  tr.payload = sim->trace_payload;
+  if (sim->snapshot_path && (rc = gpuplan_recorder_new(ctx, &tr.rec))) goto out;
+  if (tr.fn || tr.rec) gpuplan_cca_set_trace(p.a, tee_trace, &tr);
 
   layer_shapes(&p);
   L = p.mem.layers;
@@ -393,8 +411,10 @@ int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan
   (void)extra_m;
   (void)extra_o;
   rc = GPUPLAN_OK;
+  if (tr.rec && (rc = gpuplan_snapshot_write(p.a, tr.rec, sim->snapshot_path))) goto out;
   gpuplan__clear(ctx);
 out:
+  gpuplan_recorder_free(tr.rec);
   gpuplan__free(ctx, wa);
   gpuplan__free(ctx, ga);
   gpuplan__free(ctx, ma);

@@ -929,6 +929,17 @@ int gpuplan_snapshot_replay(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
   memset(r, 0, sizeof *r);
   r->diverged_at = SIZE_MAX;
   r->oom_event = SIZE_MAX;
+  if (!o->alloc_conf && !o->capacity) {
+    size_t i;
+    int mapped = s->conf.expandable_segments;
+    for (i = 0; i < s->nev && !mapped; i++)
+      mapped = s->ev[i].action == GPUPLAN_ACT_SEGMENT_MAP || s->ev[i].action == GPUPLAN_ACT_SEGMENT_UNMAP;
+    if (mapped)
+      return gpuplan__error(ctx, GPUPLAN_EUNSUPPORTED,
+                            "replay: the trace was recorded with expandable_segments; the exact check "
+                            "supports the native segments only (a what-if replay, with --alloc-conf or "
+                            "--gpu, works)");
+  }
   memset(&st, 0, sizeof st);
   rc = state_copy(ctx, s, &st);
   if (rc == GPUPLAN_OK) rc = rebuild(ctx, s, &st, r);
