@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "gpuplan.h"
+#include "gpuplan/sim.h"
 
 /* Exit codes. */
 #define EXIT_OK 0

@@ -201,6 +201,7 @@ static const char simulate_usage[] =
     "  --steps N          training steps [2]\n"
     "  --alloc-conf S     PYTORCH_CUDA_ALLOC_CONF, e.g. expandable_segments:True\n"
     "  --keep-grads       zero_grad(set_to_none=False): gradients persist\n"
+    "  --other-procs MIB  memory other processes hold on the GPU\n"
     "  --snapshot FILE    write the run as a torch memory snapshot pickle\n"
     "                     (open it at pytorch.org/memory_viz, or gpuplan replay)\n"
     "All options of `gpuplan plan` apply (see gpuplan plan --help).\n";
@@ -255,6 +256,7 @@ int cmd_simulate(cli *c, int argc, char **argv) { return plan_main(c, argc, argv
 static int plan_main(cli *c, int argc, char **argv, int simulate) {
   gpuplan_memory_options o = GPUPLAN_MEMORY_OPTIONS_INIT;
   gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
+  uint64_t other_procs = 0;
   const char *model_name = NULL, *gpu_name = NULL, *node_name = NULL;
   int64_t gpus = 0, nodes = 1, max_gpus = 0, v;
   int json = 0, per_rank = 0, dp_given = 0, i, rc, e;
@@ -299,6 +301,12 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
     else if (simulate && strcmp(a, "--keep-grads") == 0) so.set_to_none = 0;
     else if (simulate && strcmp(a, "--alloc-conf") == 0) { NEED_VALUE(); so.alloc_conf = argv[++i]; }
     else if (simulate && strcmp(a, "--snapshot") == 0) { NEED_VALUE(); so.snapshot_path = argv[++i]; }
+    else if (simulate && strcmp(a, "--other-procs") == 0) {
+      NEED_VALUE();
+      if ((rc = num(c, a, argv[++i], &v))) return rc;
+      if (v > (INT64_MAX >> 20)) return cli_fail(c, EXIT_USAGE, "simulate: --other-procs is too large");
+      other_procs = (uint64_t)v << 20;
+    }
     else if (simulate && strcmp(a, "--steps") == 0) {
       NEED_VALUE();
       if ((rc = num(c, a, argv[++i], &v))) return rc;
@@ -427,11 +435,32 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
   if (rc) return cli_fail(c, EXIT_RUNTIME, "plan: %s", gpuplan_errmsg(c->ctx));
   if (simulate) {
     gpuplan_sim_result sr;
-    if (!so.steps) so.steps = 2;
+    gpuplan_sim *mock = NULL;
+    uint64_t resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes +
+                        worst.item[GPUPLAN_MEM_WORKSPACE].bytes;
+    /* The mock GPU: the SKU's memory; resident outside PyTorch's allocator
+     * are the CUDA context, NCCL buffers and cuBLAS workspace. */
+    rc = gpuplan_sim_new(c->ctx, &mock);
+    if (rc == GPUPLAN_OK) rc = gpuplan_sim_add_device(mock, g->name, g->memory_bytes, resident, NULL);
+    if (rc == GPUPLAN_OK && other_procs) rc = gpuplan_sim_set_other_processes(mock, 0, other_procs);
+    if (rc) {
+      gpuplan_sim_free(mock);
+      return cli_fail(c, EXIT_RUNTIME, "simulate: cannot set up the mock GPU (%s)%s", gpuplan_errstr(rc),
+                      rc == GPUPLAN_EINVAL ? ": --other-procs exceeds the device" : "");
+    }
+    so.device = gpuplan_sim_device(mock, 0);
     rc = gpuplan_simulate(c->ctx, m, g, &o, &so, &sr);
+    gpuplan_sim_free(mock);
     if (rc) return cli_fail(c, EXIT_RUNTIME, "simulate: %s", gpuplan_errmsg(c->ctx));
+    sr.capacity = g->memory_bytes - resident - other_procs;
     if (!json) header(c, m, size > 0 ? model_name : m->id, g, gpus, &o, worst.params_total);
     print_sim(&sr, &so, json);
+    if (!json)
+      printf("nvidia-smi at the peak would show %.0fMiB / %.0fMiB used (PyTorch reserved %.0f + CUDA "
+             "context, NCCL, cuBLAS %.0f + other processes %.0f)\n",
+             (double)(sr.peak_reserved + resident + other_procs) / 1048576.0,
+             (double)g->memory_bytes / 1048576.0, (double)sr.peak_reserved / 1048576.0,
+             (double)resident / 1048576.0, (double)other_procs / 1048576.0);
     if (so.snapshot_path && !json) printf("snapshot written to %s\n", so.snapshot_path);
     return EXIT_OK;
   }
