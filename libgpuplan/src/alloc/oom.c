@@ -150,6 +150,17 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
                             "they do not land in the gaps of short-lived ones\n", n++);
     gpuplan__buf_printf(&b, "  %d. replay a memory snapshot under both settings: gpuplan replay FILE.pickle "
                             "--alloc-conf expandable_segments:True --gpu SKU\n", n++);
+    if (o->total && o->allocated + o->tried + o->others + outside + o->total / 50 > o->total) {
+      /* Less than 2% of the card would be left even with no fragmentation. */
+      gpuplan__buf_printf(&b, "But the job is also at the card's limit: with no fragmentation at all, only %.1f%% "
+                              "of the card would be left after this allocation, so a fragmentation fix may just "
+                              "move the OOM a little later. Also consider:\n",
+                          100.0 * (double)(o->total > o->allocated + o->tried + o->others + outside
+                                               ? o->total - o->allocated - o->tried - o->others - outside
+                                               : 0) / (double)o->total);
+      gpuplan__buf_printf(&b, "  %d. reduce the peak: smaller micro-batch, activation checkpointing, sharding "
+                              "(gpuplan plan MODEL --gpu SKU quantifies each)\n", n++);
+    }
     break;
   case GPUPLAN_OOM_MIXED:
     gpuplan__buf_printf(&b, "Verdict: MOSTLY DEMAND, MADE WORSE BY FRAGMENTATION. Free (%s) plus cached (%s) "
