@@ -406,6 +406,30 @@ static void test_cca__e3_expandable_unmap(void **state) {
   F(f, x);
 }
 
+/* memory_summary(): memory.py's 75-column table. */
+static void test_cca__memory_summary(void **state) {
+  cfix *f = *state;
+  char *text = NULL, *line;
+  int lines = 0;
+  mk(f, NULL, 80 * GiB);
+  A(f, 1);      /* S1: 512 B in a 2 MiB small segment */
+  A(f, 15 * MiB);
+  assert_int_equal(gpuplan_cca_summary(f->a, &text), GPUPLAN_OK);
+  assert_non_null(strstr(text, "|                  PyTorch CUDA memory summary, device ID 0                 |\n"));
+  assert_non_null(strstr(text, "|            CUDA OOMs: 0            |        cudaMalloc retries: 0         |\n"));
+  assert_non_null(strstr(text, "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n"));
+  /* 16 MiB + 512 B allocated: shown in KiB (16384 KiB < 768 MiB). */
+  assert_non_null(strstr(text, "| Allocated memory      |  16384 KiB |  16384 KiB |  16384 KiB |      0 B   |\n"));
+  assert_non_null(strstr(text, "| GPU reserved memory   |  18432 KiB |  18432 KiB |  18432 KiB |      0 B   |\n"));
+  assert_non_null(strstr(text, "| Allocations           |       2    |       2    |       2    |       0    |\n"));
+  assert_non_null(strstr(text, "|       from small pool |       1    |       1    |       1    |       0    |\n"));
+  for (line = text; *line; line++)
+    if (*line == '\n') lines++;
+  for (line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) assert_int_equal(strlen(line), 77);
+  assert_int_equal(lines, 47); /* 6 header + 9 metrics x 4 + 2 oversize x 2 + closing rule */
+  gpuplan_free(f->ctx, text);
+}
+
 static void test_cca__format_size(void **state) {
   char b[32];
   (void)state;
@@ -495,6 +519,7 @@ int main(void) {
     T(test_cca__e1_expandable_growth),
     T(test_cca__e2_expandable_avoids_the_s8_oom),
     T(test_cca__e3_expandable_unmap),
+    T(test_cca__memory_summary),
     T(test_cca__format_size),
     T(test_cca__conf_errors_name_the_key),
     T(test_cca__host_oom_sweep),

@@ -320,28 +320,36 @@ static size_t lower_bound(const gpuplan__pool *p, uint64_t stream, uint64_t size
   return lo;
 }
 
-static int pool_insert(gpuplan_cca *a, gpuplan__pool *p, gpuplan__blk *b) {
-  size_t i;
-  if (p->n == p->cap) {
-    size_t ncap = p->cap ? p->cap * 2 : 64;
-    gpuplan__blk **nv = gpuplan__realloc(a->ctx, p->v, ncap * sizeof *nv);
+/* Insert b at index i of a growable pointer array / remove index i. */
+static int parr_insert(gpuplan_cca *a, gpuplan__blk ***v, size_t *n, size_t *cap, size_t i,
+                       gpuplan__blk *b) {
+  if (*n == *cap) {
+    size_t ncap = *cap ? *cap * 2 : 64;
+    gpuplan__blk **nv = gpuplan__realloc(a->ctx, *v, ncap * sizeof *nv);
     if (!nv) return gpuplan__nomem(a->ctx);
-    p->v = nv;
-    p->cap = ncap;
+    *v = nv;
+    *cap = ncap;
   }
-  i = lower_bound(p, b->stream, b->size, b->addr);
-  memmove(p->v + i + 1, p->v + i, (p->n - i) * sizeof *p->v);
-  p->v[i] = b;
-  p->n++;
-  b->gc_count = 0;
+  memmove(*v + i + 1, *v + i, (*n - i) * sizeof **v);
+  (*v)[i] = b;
+  (*n)++;
   return GPUPLAN_OK;
+}
+
+static void parr_erase(gpuplan__blk **v, size_t *n, size_t i) {
+  memmove(v + i, v + i + 1, (*n - i - 1) * sizeof *v);
+  (*n)--;
+}
+
+static int pool_insert(gpuplan_cca *a, gpuplan__pool *p, gpuplan__blk *b) {
+  b->gc_count = 0;
+  return parr_insert(a, &p->v, &p->n, &p->cap, lower_bound(p, b->stream, b->size, b->addr), b);
 }
 
 static void pool_remove(gpuplan__pool *p, gpuplan__blk *b) {
   size_t i = lower_bound(p, b->stream, b->size, b->addr);
   if (NEVER(i >= p->n || p->v[i] != b)) return;
-  memmove(p->v + i, p->v + i + 1, (p->n - i - 1) * sizeof *p->v);
-  p->n--;
+  parr_erase(p->v, &p->n, i);
 }
 
 static gpuplan__pool *pool_of(gpuplan_cca *a, int small) {
@@ -361,26 +369,13 @@ static size_t ulower(const gpuplan__pool *p, uint64_t stream, uint64_t addr) {
 }
 
 static int u_insert(gpuplan_cca *a, gpuplan__pool *p, gpuplan__blk *b) {
-  size_t i;
-  if (p->un == p->ucap) {
-    size_t ncap = p->ucap ? p->ucap * 2 : 16;
-    gpuplan__blk **nu = gpuplan__realloc(a->ctx, p->u, ncap * sizeof *nu);
-    if (!nu) return gpuplan__nomem(a->ctx);
-    p->u = nu;
-    p->ucap = ncap;
-  }
-  i = ulower(p, b->stream, b->addr);
-  memmove(p->u + i + 1, p->u + i, (p->un - i) * sizeof *p->u);
-  p->u[i] = b;
-  p->un++;
-  return GPUPLAN_OK;
+  return parr_insert(a, &p->u, &p->un, &p->ucap, ulower(p, b->stream, b->addr), b);
 }
 
 static void u_remove(gpuplan__pool *p, gpuplan__blk *b) {
   size_t i = ulower(p, b->stream, b->addr);
   if (NEVER(i >= p->un || p->u[i] != b)) return;
-  memmove(p->u + i, p->u + i + 1, (p->un - i - 1) * sizeof *p->u);
-  p->un--;
+  parr_erase(p->u, &p->un, i);
 }
 
 /* --- allocated-block hash ------------------------------------------------ */
@@ -734,14 +729,20 @@ static gpuplan__blk *get_free_block(gpuplan_cca *a, gpuplan__pool *p, uint64_t s
   return b;
 }
 
-static void release_block(gpuplan_cca *a, gpuplan__blk *b) {
+/* cudaFree of the whole free segment of b, which the caller has taken out
+ * of its pool. */
+static void release_segment(gpuplan_cca *a, gpuplan__blk *b) {
   gpuplan__seg *s = b->seg;
-  pool_remove(pool_of(a, b->small), b);
   a->dev.free(a->dev.payload, s->addr, s->size);
   a->st.num_device_free++;
   emit(a, GPUPLAN_ACT_SEGMENT_FREE, s->addr, s->size, s->stream, 0);
   blk_del(a, b);
   seg_unlink(a, s);
+}
+
+static void release_block(gpuplan_cca *a, gpuplan__blk *b) {
+  pool_remove(pool_of(a, b->small), b);
+  release_segment(a, b);
 }
 
 static void unmap_block(gpuplan_cca *a, gpuplan__blk *b);
@@ -750,14 +751,16 @@ static void unmap_block(gpuplan_cca *a, gpuplan__blk *b);
  * free pages of the pool's expandable segments are unmapped (R29).  The
  * end state does not depend on the order in which those are unmapped. */
 static void release_blocks(gpuplan_cca *a, gpuplan__pool *p) {
-  size_t i = 0;
+  size_t i, w = 0;
   gpuplan__seg *s;
   int small = p == &a->small;
-  while (i < p->n) {
+  /* One compacting pass: the pool keeps its order, no per-block memmove. */
+  for (i = 0; i < p->n; i++) {
     gpuplan__blk *b = p->v[i];
-    if (!b->expandable && !b->prev && !b->next) release_block(a, b); /* removes p->v[i] */
-    else i++;
+    if (!b->expandable && !b->prev && !b->next) release_segment(a, b);
+    else p->v[w++] = b;
   }
+  p->n = w;
   for (s = a->segs; s; s = s->snext) {
     gpuplan__blk *b;
     if (!s->expandable || s->small != small) continue;
@@ -1455,4 +1458,95 @@ void gpuplan__alloc_recount(gpuplan_cca *a) {
         stat3(a->st.inactive_split_bytes, b->small, (int64_t)b->size);
       }
   }
+}
+
+/* --- memory_summary() --------------------------------------------------------- */
+
+/* memory.py _format_size: integer division while the preferred value is at
+ * least 768 of the unit. */
+static void fmt_size(gpuplan__buf *b, int64_t sz, double pref) {
+  static const char *const pfx[] = {"B  ", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int k = 0;
+  while (k < 5 && pref >= 768 * 1024) {
+    k++;
+    sz /= 1024;
+    pref /= 1024;
+  }
+  gpuplan__buf_printf(b, "%6lld %s", (long long)sz, pfx[k]);
+}
+
+static void fmt_count(gpuplan__buf *b, int64_t c, double pref) {
+  static const char *const pfx[] = {" ", "K", "M"};
+  int k = 0;
+  while (k < 2 && pref >= 750 * 1000) {
+    k++;
+    c /= 1000;
+    pref /= 1000;
+  }
+  gpuplan__buf_printf(b, "%7lld %s ", (long long)c, pfx[k]);
+}
+
+static void sum_line(gpuplan__buf *b, const char *name, const gpuplan_stat *s,
+                     const gpuplan_stat *pref, int bytes) {
+  gpuplan__buf_printf(b, "| %-21s | ", name);
+  if (bytes) {
+    fmt_size(b, s->current, (double)pref->current); gpuplan__buf_puts(b, " | ");
+    fmt_size(b, s->peak, (double)pref->peak); gpuplan__buf_puts(b, " | ");
+    fmt_size(b, s->allocated, (double)pref->allocated); gpuplan__buf_puts(b, " | ");
+    fmt_size(b, s->freed, (double)pref->freed);
+  } else {
+    fmt_count(b, s->current, (double)pref->current); gpuplan__buf_puts(b, " | ");
+    fmt_count(b, s->peak, (double)pref->peak); gpuplan__buf_puts(b, " | ");
+    fmt_count(b, s->allocated, (double)pref->allocated); gpuplan__buf_puts(b, " | ");
+    fmt_count(b, s->freed, (double)pref->freed);
+  }
+  gpuplan__buf_puts(b, " |\n");
+}
+
+int gpuplan_cca_summary(gpuplan_cca *a, char **out) {
+  gpuplan__buf b;
+  const gpuplan_alloc_stats *st;
+  static const char rule[] = "|---------------------------------------------------------------------------|\n";
+  static const char dbl[] = "|===========================================================================|\n";
+  struct { const char *name; const gpuplan_stat *s; int bytes; } m[9];
+  int i;
+  char hdr[128];
+  if (!a || !out) return GPUPLAN_EMISUSE;
+  *out = NULL;
+  st = &a->st;
+  m[0].name = "Allocated memory"; m[0].s = st->allocated_bytes; m[0].bytes = 1;
+  m[1].name = "Active memory"; m[1].s = st->active_bytes; m[1].bytes = 1;
+  m[2].name = "Requested memory"; m[2].s = st->requested_bytes; m[2].bytes = 1;
+  m[3].name = "GPU reserved memory"; m[3].s = st->reserved_bytes; m[3].bytes = 1;
+  m[4].name = "Non-releasable memory"; m[4].s = st->inactive_split_bytes; m[4].bytes = 1;
+  m[5].name = "Allocations"; m[5].s = st->allocation; m[5].bytes = 0;
+  m[6].name = "Active allocs"; m[6].s = st->active; m[6].bytes = 0;
+  m[7].name = "GPU reserved segments"; m[7].s = st->segment; m[7].bytes = 0;
+  m[8].name = "Non-releasable allocs"; m[8].s = st->inactive_split; m[8].bytes = 0;
+  gpuplan__buf_init(&b, a->ctx);
+  gpuplan__buf_puts(&b, dbl);
+  gpuplan__buf_printf(&b, "| %16s PyTorch CUDA memory summary, device ID %-17d |\n", "", 0);
+  gpuplan__buf_puts(&b, rule);
+  snprintf(hdr, sizeof hdr, "|  %9s CUDA OOMs: %-12lld | %6s cudaMalloc retries: %-8lld  |\n", "",
+           (long long)st->num_ooms, "", (long long)st->num_alloc_retries);
+  gpuplan__buf_puts(&b, hdr);
+  gpuplan__buf_puts(&b, dbl);
+  gpuplan__buf_puts(&b, "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n");
+  for (i = 0; i < 9; i++) {
+    gpuplan__buf_puts(&b, rule);
+    sum_line(&b, m[i].name, &m[i].s[GPUPLAN_POOL_ALL], &m[i].s[GPUPLAN_POOL_ALL], m[i].bytes);
+    sum_line(&b, "      from large pool", &m[i].s[GPUPLAN_POOL_LARGE], &m[i].s[GPUPLAN_POOL_ALL], m[i].bytes);
+    sum_line(&b, "      from small pool", &m[i].s[GPUPLAN_POOL_SMALL], &m[i].s[GPUPLAN_POOL_ALL], m[i].bytes);
+  }
+  gpuplan__buf_puts(&b, rule);
+  sum_line(&b, "Oversize allocations", &st->oversize_allocations, &st->oversize_allocations, 0);
+  gpuplan__buf_puts(&b, rule);
+  sum_line(&b, "Oversize GPU segments", &st->oversize_segments, &st->oversize_segments, 0);
+  gpuplan__buf_puts(&b, dbl);
+  if (b.failed) {
+    gpuplan__buf_dispose(&b);
+    return gpuplan__nomem(a->ctx);
+  }
+  *out = b.ptr;
+  return GPUPLAN_OK;
 }

@@ -475,11 +475,22 @@ static int parse_dec(const unsigned char *s, size_t n, int64_t *out) {
   return 0;
 }
 
+/* The start of a text argument for a message, printable ASCII only: the
+ * message may reach a terminal, and the bytes come from the file. */
+static const char *quote(const unsigned char *s, size_t n, char out[48]) {
+  size_t i, m = n > 40 ? 40 : n;
+  for (i = 0; i < m; i++) out[i] = s[i] >= 0x20 && s[i] < 0x7f ? (char)s[i] : '?';
+  if (m < n) memcpy(out + m, "...", 3), m += 3;
+  out[m] = '\0';
+  return out;
+}
+
 static int text_int(loader *l, const unsigned char *s, size_t n, int64_t *out) {
+  char q[48];
   int rc = parse_dec(s, n, out);
   if (rc > 0) return fail(l, "%s: integer too large", gpuplan__pickle_opname(l->op));
-  if (rc < 0) return fail(l, "%s: bad integer '%.*s'", gpuplan__pickle_opname(l->op),
-                          n > 40 ? 40 : (int)n, (const char *)s);
+  if (rc < 0)
+    return fail(l, "%s: bad integer '%s'", gpuplan__pickle_opname(l->op), quote(s, n, q));
   return 0;
 }
 
@@ -497,7 +508,7 @@ static int text_index(loader *l, uint64_t *idx) {
 static int load_text_float(loader *l) {
   const unsigned char *s;
   size_t n, i;
-  char tmp[256], *end;
+  char tmp[256], q[48], *end;
   double f;
   GPUPLAN_TRY(line(l, &s, &n));
   if (n == 0 || n >= sizeof tmp) return fail(l, "FLOAT: bad length %zu", n);
@@ -521,7 +532,7 @@ static int load_text_float(loader *l) {
   if (*end) goto bad;
   return push_float(l, f);
 bad:
-  return fail(l, "FLOAT: bad number '%.*s'", n > 40 ? 40 : (int)n, (const char *)s);
+  return fail(l, "FLOAT: bad number '%s'", quote(s, n, q));
 }
 
 static int hexval(int c) {
