@@ -67,5 +67,7 @@ int cmd_plan(cli *c, int argc, char **argv);
 int cmd_replay(cli *c, int argc, char **argv);
 int cmd_simulate(cli *c, int argc, char **argv);
 int cmd_explain(cli *c, int argc, char **argv);
+int cmd_validate(cli *c, int argc, char **argv);
+int cmd_perf(cli *c, int argc, char **argv);
 
 #endif

@@ -252,13 +252,91 @@ static int plan_main(cli *c, int argc, char **argv, int simulate);
 
 int cmd_plan(cli *c, int argc, char **argv) { return plan_main(c, argc, argv, 0); }
 int cmd_simulate(cli *c, int argc, char **argv) { return plan_main(c, argc, argv, 1); }
+int cmd_perf(cli *c, int argc, char **argv) { return plan_main(c, argc, argv, 2); }
+
+static const char perf_usage[] =
+    "usage: gpuplan perf MODEL (--gpu SKU --gpus N [--per-node G] | --node VM --nodes K)\n"
+    "                    [plan options] [--global-batch B] [--tokens D] [--json]\n"
+    "\n"
+    "Step time and its breakdown (compute, pipeline bubble, exposed tensor-,\n"
+    "context-, pipeline- and data-parallel communication, optimizer), tokens/s,\n"
+    "MFU and HFU, bytes per step on NVLink, PCIe and the network, and cost per\n"
+    "hour, per step, per million tokens and to train on D tokens.  With --gpu,\n"
+    "nodes are DGX/HGX-style: G GPUs (8) on NVLink, one InfiniBand NIC each.\n"
+    "\n"
+    "  --global-batch B   sequences per optimizer step [dp x micro-batch x grad-accum]\n"
+    "  --tokens D         training tokens (e.g. 300e9) for time and cost to train\n"
+    "  --per-node G       GPUs per node with --gpu [8]\n"
+    "All options of `gpuplan plan` apply (see gpuplan plan --help).\n";
+
+static void print_perf(const gpuplan_perf *pf, const gpuplan_cluster *cl, double tokens, int json) {
+  double b2g = 1e-9;
+  if (json) {
+    printf("{\n  \"gpus\": %lld,\n  \"global_batch\": %lld,\n  \"step_s\": ", (long long)pf->gpus,
+           (long long)pf->global_batch);
+    json_num(stdout, pf->step_s);
+    printf(",\n  \"breakdown_s\": {\"compute\": ");
+    json_num(stdout, pf->compute_s);
+    printf(", \"bubble\": "); json_num(stdout, pf->bubble_s);
+    printf(", \"tp_comm\": "); json_num(stdout, pf->tp_comm_s);
+    printf(", \"cp_comm\": "); json_num(stdout, pf->cp_comm_s);
+    printf(", \"pp_comm\": "); json_num(stdout, pf->pp_comm_s);
+    printf(", \"dp_comm\": "); json_num(stdout, pf->dp_comm_s);
+    printf(", \"optimizer\": "); json_num(stdout, pf->optimizer_s);
+    printf("},\n  \"tokens_per_s\": "); json_num(stdout, pf->tokens_per_s);
+    printf(",\n  \"mfu\": "); json_num(stdout, pf->mfu);
+    printf(",\n  \"hfu\": "); json_num(stdout, pf->hfu);
+    printf(",\n  \"model_flops_per_token\": "); json_num(stdout, pf->model_flops_per_token);
+    printf(",\n  \"bytes_per_step_per_gpu\": {\"nvlink\": "); json_num(stdout, pf->bytes_nvlink_per_gpu);
+    printf(", \"pcie\": "); json_num(stdout, pf->bytes_pcie_per_gpu);
+    printf(", \"network\": "); json_num(stdout, pf->bytes_network_per_gpu);
+    printf("},\n  \"cost_per_hour\": "); json_num(stdout, pf->cost_per_hour);
+    printf(",\n  \"cost_per_mtok\": "); json_num(stdout, pf->cost_per_mtok);
+    printf(",\n  \"train_tokens\": "); json_num(stdout, tokens);
+    printf(",\n  \"train_seconds\": "); json_num(stdout, pf->train_seconds);
+    printf(",\n  \"train_cost\": "); json_num(stdout, pf->train_cost);
+    printf("\n}\n");
+    return;
+  }
+  printf("\ncluster: %lld node(s) x %lld %s; inside a node %s %.0f GB/s each way per GPU; between nodes %s %.0f GB/s per node\n",
+         (long long)cl->nodes, (long long)cl->gpus_per_node, cl->gpu ? cl->gpu->name : "CPU",
+         cl->intra_name ? cl->intra_name : "-", cl->intra_bw_bytes_s * b2g,
+         cl->inter_name ? cl->inter_name : "-", cl->inter_bw_bytes_s * b2g);
+  printf("step (global batch %lld sequences)   %10.3f s\n", (long long)pf->global_batch, pf->step_s);
+  printf("  compute (GEMM, attention, elementwise, recompute) %8.3f s\n", pf->compute_s);
+  printf("  pipeline bubble                                   %8.3f s\n", pf->bubble_s);
+  printf("  tensor-parallel collectives (exposed)             %8.3f s\n", pf->tp_comm_s);
+  printf("  context-parallel exchange (exposed)               %8.3f s\n", pf->cp_comm_s);
+  printf("  pipeline send/recv                                %8.3f s\n", pf->pp_comm_s);
+  printf("  data-parallel / ZeRO / FSDP traffic (exposed)     %8.3f s\n", pf->dp_comm_s);
+  printf("  optimizer step                                    %8.3f s\n", pf->optimizer_s);
+  printf("throughput   %.0f tokens/s (%.0f per GPU)\n", pf->tokens_per_s, pf->tokens_per_s / (double)pf->gpus);
+  printf("MFU %.1f%%, HFU %.1f%% of %.0f TFLOP/s per GPU (%.1f TFLOP/s of model FLOPs per GPU)\n",
+         100 * pf->mfu, 100 * pf->hfu, pf->peak_flops / 1e12, pf->model_flops_per_s_per_gpu / 1e12);
+  printf("bytes per step per GPU: NVLink %.2f GB, PCIe %.2f GB, network %.2f GB (cluster total %.1f GB on the network)\n",
+         pf->bytes_nvlink_per_gpu * b2g, pf->bytes_pcie_per_gpu * b2g, pf->bytes_network_per_gpu * b2g,
+         pf->bytes_network_per_gpu * (double)pf->gpus * b2g);
+  if (isfinite(pf->cost_per_hour))
+    printf("cost %.2f per hour, %.4f per step, %.3f per million tokens\n", pf->cost_per_hour,
+           pf->cost_per_step, pf->cost_per_mtok);
+  else
+    printf("cost: no price in the catalog for this hardware (use --node with a priced VM)\n");
+  if (tokens > 0) {
+    double sec = pf->train_seconds;
+    printf("to train on %.3g tokens: %.1f hours (%.1f days)", tokens, sec / 3600, sec / 86400);
+    if (isfinite(pf->train_cost)) printf(", %.0f", pf->train_cost);
+    printf("\n");
+  }
+}
 
 static int plan_main(cli *c, int argc, char **argv, int simulate) {
   gpuplan_memory_options o = GPUPLAN_MEMORY_OPTIONS_INIT;
   gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
   uint64_t other_procs = 0;
   const char *model_name = NULL, *gpu_name = NULL, *node_name = NULL;
-  int64_t gpus = 0, nodes = 1, max_gpus = 0, v;
+  int64_t gpus = 0, nodes = 1, max_gpus = 0, v, global_batch = 0, per_node = 8;
+  double train_tokens = 0;
+  const gpuplan_node *node = NULL;
   int json = 0, per_rank = 0, dp_given = 0, i, rc, e;
   double size = 0;
   const gpuplan_model *m = NULL;
@@ -294,20 +372,36 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
   for (i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (cli_is_help(a)) {
-      if (simulate) fputs(simulate_usage, stdout);
+      if (simulate == 1) fputs(simulate_usage, stdout);
+      if (simulate == 2) fputs(perf_usage, stdout);
       fputs(plan_usage, stdout);
       return EXIT_OK;
     } else if (strcmp(a, "--json") == 0) json = 1;
-    else if (simulate && strcmp(a, "--keep-grads") == 0) so.set_to_none = 0;
-    else if (simulate && strcmp(a, "--alloc-conf") == 0) { NEED_VALUE(); so.alloc_conf = argv[++i]; }
-    else if (simulate && strcmp(a, "--snapshot") == 0) { NEED_VALUE(); so.snapshot_path = argv[++i]; }
-    else if (simulate && strcmp(a, "--other-procs") == 0) {
+    else if (simulate == 2 && strcmp(a, "--global-batch") == 0) {
+      NEED_VALUE();
+      if ((rc = num(c, a, argv[++i], &v))) return rc;
+      global_batch = v;
+    } else if (simulate == 2 && strcmp(a, "--per-node") == 0) {
+      NEED_VALUE();
+      if ((rc = num(c, a, argv[++i], &v))) return rc;
+      per_node = v;
+    } else if (simulate == 2 && strcmp(a, "--tokens") == 0) {
+      char *end;
+      NEED_VALUE();
+      train_tokens = strtod(argv[++i], &end);
+      if (*end || !(train_tokens > 0) || train_tokens > 1e18)
+        return cli_fail(c, EXIT_USAGE, "perf: --tokens '%s' is not a token count", argv[i]);
+    }
+    else if (simulate == 1 && strcmp(a, "--keep-grads") == 0) so.set_to_none = 0;
+    else if (simulate == 1 && strcmp(a, "--alloc-conf") == 0) { NEED_VALUE(); so.alloc_conf = argv[++i]; }
+    else if (simulate == 1 && strcmp(a, "--snapshot") == 0) { NEED_VALUE(); so.snapshot_path = argv[++i]; }
+    else if (simulate == 1 && strcmp(a, "--other-procs") == 0) {
       NEED_VALUE();
       if ((rc = num(c, a, argv[++i], &v))) return rc;
       if (v > (INT64_MAX >> 20)) return cli_fail(c, EXIT_USAGE, "simulate: --other-procs is too large");
       other_procs = (uint64_t)v << 20;
     }
-    else if (simulate && strcmp(a, "--steps") == 0) {
+    else if (simulate == 1 && strcmp(a, "--steps") == 0) {
       NEED_VALUE();
       if ((rc = num(c, a, argv[++i], &v))) return rc;
       so.steps = v;
@@ -399,6 +493,26 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
   if (node_name) {
     const gpuplan_node *n;
     if ((rc = gpuplan_catalog_node(c->cat, node_name, &n))) return cli_lib_fail(c, rc);
+    node = n;
+    if (simulate == 2 && !n->gpu_id) {
+      /* A CPU-only VM: one device per node, the memory model is moot. */
+      gpuplan_cluster cl;
+      gpuplan_perf pf;
+      gpuplan_gpu cpu;
+      memset(&cpu, 0, sizeof cpu);
+      if ((rc = gpuplan_cluster_from_node(c->ctx, c->cat, n, nodes, &cl))) return cli_lib_fail(c, rc);
+      o.dp = nodes;
+      o.precision = GPUPLAN_PREC_FP32;
+      rc = gpuplan_perf_eval(c->ctx, m, &cl, &o, global_batch, train_tokens, NULL, &pf);
+      if (rc) return cli_fail(c, EXIT_RUNTIME, "perf: %s", gpuplan_errmsg(c->ctx));
+      if (!json)
+        printf("%s (%.3gB params) training on %lld x %s (CPU only: %lld vCPUs, %.2f TFLOP/s FP32 peak each)\n",
+               size > 0 ? model_name : m->id, gpuplan_model_params(m) / 1e9, (long long)nodes, n->name,
+               (long long)n->vcpus, n->cpu_fp32_flops / 1e12);
+      print_perf(&pf, &cl, train_tokens, json);
+      (void)cpu;
+      return EXIT_OK;
+    }
     if (!n->gpu_id || n->gpu_count < 1)
       return cli_fail(c, EXIT_RUNTIME, "plan: node %s has no GPU (a CPU-only size)", n->name);
     if ((rc = gpuplan_catalog_gpu(c->cat, n->gpu_id, &g))) return cli_lib_fail(c, rc);
@@ -433,6 +547,23 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
 
   rc = gpuplan_memory_eval(c->ctx, m, g, &o, GPUPLAN_STAGE_WORST, &worst);
   if (rc) return cli_fail(c, EXIT_RUNTIME, "plan: %s", gpuplan_errmsg(c->ctx));
+  if (simulate == 2) {
+    gpuplan_cluster cl;
+    gpuplan_perf pf;
+    if (node) rc = gpuplan_cluster_from_node(c->ctx, c->cat, node, nodes, &cl);
+    else rc = gpuplan_cluster_default(c->ctx, c->cat, g, gpus, per_node, &cl);
+    if (rc) return cli_fail(c, EXIT_RUNTIME, "perf: %s", gpuplan_errmsg(c->ctx));
+    if (node && node->gpu_memory_bytes) cl.gpu = g; /* the vGPU slice */
+    rc = gpuplan_perf_eval(c->ctx, m, &cl, &o, global_batch, train_tokens, NULL, &pf);
+    if (rc) return cli_fail(c, EXIT_RUNTIME, "perf: %s", gpuplan_errmsg(c->ctx));
+    if (!json) {
+      header(c, m, size > 0 ? model_name : m->id, g, gpus, &o, worst.params_total);
+      printf("memory: worst rank %.2f GiB of %.2f GiB: %s\n", (double)worst.total / 1073741824.0,
+             (double)worst.capacity / 1073741824.0, worst.fits ? "fits" : "DOES NOT FIT (see gpuplan plan)");
+    }
+    print_perf(&pf, &cl, train_tokens, json);
+    return EXIT_OK;
+  }
   if (simulate) {
     gpuplan_sim_result sr;
     gpuplan_sim *mock = NULL;

@@ -13,9 +13,11 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  plan      per-GPU memory for training or serving a model; what to change\n"
+    "  perf      step time, MFU, traffic per link and cost of a layout on a cluster\n"
     "  simulate  run training steps through PyTorch's allocator on a mock GPU\n"
     "  replay    replay a PyTorch memory snapshot through the allocator model\n"
     "  explain-oom  read a PyTorch OOM message: fragmentation or real demand\n"
+    "  validate  predicted vs measured throughput of published training runs\n"
     "  catalog   list and show GPUs, nodes/VMs, models and fabrics\n"
     "  version   print the version of the command and the library\n"
     "  help      show this help, or a command's (gpuplan help catalog)\n"
@@ -84,6 +86,8 @@ static int dispatch(cli *c, int argc, char **argv) {
   if (strcmp(cmd, "replay") == 0) return cmd_replay(c, argc, argv);
   if (strcmp(cmd, "simulate") == 0) return cmd_simulate(c, argc, argv);
   if (strcmp(cmd, "explain-oom") == 0) return cmd_explain(c, argc, argv);
+  if (strcmp(cmd, "validate") == 0) return cmd_validate(c, argc, argv);
+  if (strcmp(cmd, "perf") == 0) return cmd_perf(c, argc, argv);
   if (strcmp(cmd, "version") == 0) return cmd_version(c, argc, argv);
   if (strcmp(cmd, "help") == 0) {
     if (argc > 1) {

@@ -14,5 +14,6 @@
 #include "gpuplan/allocator.h"
 #include "gpuplan/replay.h"
 #include "gpuplan/simulate.h"
+#include "gpuplan/perf.h"
 
 #endif /* GPUPLAN_H */

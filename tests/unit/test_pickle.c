@@ -1095,6 +1095,21 @@ static void test_pickle__code_opcodes_are_refused(void **state) {
     expect_einval(bad[i].data, bad[i].len, bad[i].what, bad[i].what);
 }
 
+/* Bytes of the file quoted in a message are printable ASCII. */
+static void test_pickle__messages_quote_safely(void **state) {
+  static const char evil[] = "I\033]0;pwned\007\n.";
+  char long_line[200];
+  (void)state;
+  expect_einval(evil, sizeof evil - 1, "offset 0: INT: bad integer '?]0;pwned?'", "escape");
+  memset(long_line, '9', sizeof long_line);
+  long_line[0] = 'F';
+  long_line[100] = 'z';
+  long_line[198] = '\n';
+  long_line[199] = '.';
+  expect_einval(long_line, sizeof long_line,
+                "FLOAT: bad number '9999999999999999999999999999999999999999...'", "long");
+}
+
 /* Every proper prefix of a good pickle is refused, and nothing leaks. */
 static void test_pickle__every_truncation_is_refused(void **state) {
   static const char *names[] = {"snapshot_p4", "snapshot_p0", "strs_p0", "py2_strings",
@@ -1256,6 +1271,7 @@ int main(void) {
     cmocka_unit_test(test_pickle__real_snapshots),
     cmocka_unit_test(test_pickle__bad_corpus_is_refused),
     cmocka_unit_test(test_pickle__code_opcodes_are_refused),
+    cmocka_unit_test(test_pickle__messages_quote_safely),
     cmocka_unit_test(test_pickle__every_truncation_is_refused),
     cmocka_unit_test(test_pickle__deep_nesting_hits_the_limit),
     cmocka_unit_test(test_pickle__limits),

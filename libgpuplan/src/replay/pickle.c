@@ -480,7 +480,10 @@ static int parse_dec(const unsigned char *s, size_t n, int64_t *out) {
 static const char *quote(const unsigned char *s, size_t n, char out[48]) {
   size_t i, m = n > 40 ? 40 : n;
   for (i = 0; i < m; i++) out[i] = s[i] >= 0x20 && s[i] < 0x7f ? (char)s[i] : '?';
-  if (m < n) memcpy(out + m, "...", 3), m += 3;
+  if (m < n) {
+    memcpy(out + m, "...", 3);
+    m += 3;
+  }
   out[m] = '\0';
   return out;
 }

@@ -1,0 +1,113 @@
+/*
+ * gpuplan/perf.h: the performance model: step time and its breakdown,
+ * tokens/s, MFU/HFU, bytes per link class, and cost.
+ *
+ * FLOPs are counted per layer from the shapes (QKV, attention scores with
+ * causal masking counted at half, output projection, MLP or the top-k MoE
+ * experts, logits), times 3 for forward + backward, plus the recompute
+ * forward for HFU.  Compute runs at the GPU's measured matmul ceiling
+ * (catalog matmul_*_flops, else the dense peak) scaled by an efficiency that
+ * grows with the GEMM size; elementwise work runs at HBM bandwidth;
+ * collectives run on the fabric each group crosses, as rings with a bus
+ * efficiency calibrated on measured NCCL runs.  The few constants are in
+ * gpuplan_perf_constants, fitted once on
+ * ../shared/reference/training_runs_calibration.csv (docs/performance.md).
+ */
+#ifndef GPUPLAN_PERF_H
+#define GPUPLAN_PERF_H
+
+#include "common.h"
+#include "ctx.h"
+#include "catalog.h"
+#include "memory.h"
+
+GPUPLAN_BEGIN_DECLS
+
+/** A cluster of identical nodes. */
+typedef struct gpuplan_cluster {
+  const gpuplan_gpu *gpu;       /**< NULL for a CPU-only cluster */
+  int64_t gpus_per_node;        /**< >= 1 (CPU-only: 1 "device" per node) */
+  int64_t nodes;
+  double intra_bw_bytes_s;      /**< per GPU, one direction, inside a node */
+  double intra_latency_s;
+  double inter_bw_bytes_s;      /**< per node, one direction, all NICs together */
+  double inter_latency_s;
+  double cpu_flops;             /**< CPU-only: vector FP32 peak per node */
+  double price_per_hour;        /**< per node; NaN when unknown */
+  const char *intra_name;       /**< fabric ids, for printing */
+  const char *inter_name;
+} gpuplan_cluster;
+
+/**
+ * A cluster of k catalog nodes (GPU, count, fabrics, NICs, price).
+ * @return GPUPLAN_OK or GPUPLAN_EINVAL/ENOTFOUND with a message.
+ */
+GPUPLAN_API int gpuplan_cluster_from_node(gpuplan_ctx *ctx, gpuplan_catalog *cat,
+                                          const gpuplan_node *node, int64_t nodes,
+                                          gpuplan_cluster *out);
+
+/**
+ * A cluster of gpus GPUs of a SKU in nodes of gpus_per_node, with the SKU's
+ * NVLink (or PCIe) inside a node and InfiniBand NDR (H100 and newer) or
+ * HDR (older) with one NIC per GPU between nodes, as DGX/HGX systems.
+ */
+GPUPLAN_API int gpuplan_cluster_default(gpuplan_ctx *ctx, gpuplan_catalog *cat,
+                                        const gpuplan_gpu *gpu, int64_t gpus,
+                                        int64_t gpus_per_node, gpuplan_cluster *out);
+
+/** The model's fitted constants. */
+typedef struct gpuplan_perf_constants {
+  double gemm_eff_max;   /**< fraction of the matmul ceiling large GEMMs reach */
+  double gemm_half_dim;  /**< GEMM size (per 100 FLOP/byte of machine balance) at which half of that is reached */
+  double attn_eff;       /**< FlashAttention efficiency relative to the ceiling, on a balanced machine */
+  double elementwise_bytes; /**< HBM bytes per hidden element per token per layer (fwd+bwd) */
+  double coll_eff;       /**< NCCL bus bandwidth / link bandwidth (ring) */
+  double dp_overlap;     /**< fraction of backward that hides gradient traffic */
+  double attn_balance;   /**< machine balance (FLOP/byte) at which attention efficiency halves */
+} gpuplan_perf_constants;
+
+/** The fitted defaults (docs/performance.md shows the fit). */
+GPUPLAN_API void gpuplan_perf_constants_default(gpuplan_perf_constants *out);
+
+/** The result (a plain value). Times in seconds, per optimizer step. */
+typedef struct gpuplan_perf {
+  double step_s;
+  double compute_s;          /**< GEMMs + attention + elementwise, with recompute */
+  double bubble_s;           /**< pipeline bubble */
+  double tp_comm_s;          /**< tensor-parallel collectives (exposed) */
+  double cp_comm_s;          /**< context-parallel ring exchange (exposed) */
+  double pp_comm_s;          /**< pipeline send/recv (exposed) */
+  double dp_comm_s;          /**< data-parallel / ZeRO / FSDP traffic left exposed */
+  double optimizer_s;
+  double tokens_per_s;
+  double model_flops_per_token;    /**< 3 x forward */
+  double hardware_flops_per_token; /**< + recompute */
+  double model_flops_per_s_per_gpu;
+  double mfu, hfu;                 /**< against the dense peak of the precision */
+  double peak_flops;               /**< that peak */
+  double bytes_nvlink_per_gpu, bytes_pcie_per_gpu, bytes_network_per_gpu; /**< per step */
+  double cost_per_hour, cost_per_step, cost_per_mtok;  /**< NaN without a price */
+  double train_seconds, train_cost;                    /**< for train_tokens */
+  int64_t global_batch;
+  int64_t gpus;
+} gpuplan_perf;
+
+/**
+ * Evaluate a layout on a cluster.
+ * @param options  the memory model's options (layout, precision, recompute,
+ *                 micro-batch, seq_len, microbatches per step per pipeline).
+ * @param global_batch  sequences per optimizer step; 0 = dp x micro_batch x microbatches.
+ * @param train_tokens  tokens to train on (for train_seconds / train_cost); 0 = none.
+ * @param k  NULL for the fitted constants.
+ * @return GPUPLAN_OK or GPUPLAN_EINVAL naming the field.
+ * @errors any  @threads ctx  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_perf_eval(gpuplan_ctx *ctx, const gpuplan_model *model,
+                                  const gpuplan_cluster *cluster,
+                                  const gpuplan_memory_options *options, int64_t global_batch,
+                                  double train_tokens, const gpuplan_perf_constants *k,
+                                  gpuplan_perf *out);
+
+GPUPLAN_END_DECLS
+
+#endif /* GPUPLAN_PERF_H */
