@@ -69,5 +69,7 @@ int cmd_simulate(cli *c, int argc, char **argv);
 int cmd_explain(cli *c, int argc, char **argv);
 int cmd_validate(cli *c, int argc, char **argv);
 int cmd_perf(cli *c, int argc, char **argv);
+int cmd_search(cli *c, int argc, char **argv);
+int cmd_topo(cli *c, int argc, char **argv);
 
 #endif

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -253,6 +255,44 @@ static int plan_main(cli *c, int argc, char **argv, int simulate);
 int cmd_plan(cli *c, int argc, char **argv) { return plan_main(c, argc, argv, 0); }
 int cmd_simulate(cli *c, int argc, char **argv) { return plan_main(c, argc, argv, 1); }
 int cmd_perf(cli *c, int argc, char **argv) { return plan_main(c, argc, argv, 2); }
+int cmd_search(cli *c, int argc, char **argv) { return plan_main(c, argc, argv, 3); }
+
+static const char search_usage[] =
+    "usage: gpuplan search MODEL (--gpu SKU --gpus N [--per-node G] | --node VM --nodes K)\n"
+    "                      --global-batch B [--top N] [--objective time|cost] [--tokens D] [--json]\n"
+    "\n"
+    "Enumerate the layouts of MODEL on the cluster (tp, pp, cp, dp, ZeRO-1 or\n"
+    "ZeRO-3, micro-batch, recompute, interleaving), drop those that do not fit\n"
+    "in memory, rank the rest by step time (or cost per token) and print the\n"
+    "best N with what makes each fast or slow.  Precision, optimizer and\n"
+    "sequence length come from the plan options.\n";
+
+typedef struct progress_state {
+  double start;
+  int shown;
+} progress_state;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A progress bar on stderr, only on a terminal and after the first second. */
+static int progress_bar(void *payload, uint64_t done, uint64_t total) {
+  progress_state *ps = payload;
+  double el = now_s() - ps->start;
+  if (el < 1.0 || !isatty(2)) return 0;
+  {
+    int w = 40, k = total ? (int)((double)done / (double)total * w) : 0, i;
+    if (k > w) k = w;
+    fputs("\rsearching [", stderr);
+    for (i = 0; i < w; i++) fputc(i < k ? '#' : ' ', stderr);
+    fprintf(stderr, "] %llu layouts, %.1f s", (unsigned long long)done, el);
+    ps->shown = 1;
+  }
+  return 0;
+}
 
 static const char perf_usage[] =
     "usage: gpuplan perf MODEL (--gpu SKU --gpus N [--per-node G] | --node VM --nodes K)\n"
@@ -334,7 +374,8 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
   gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
   uint64_t other_procs = 0;
   const char *model_name = NULL, *gpu_name = NULL, *node_name = NULL;
-  int64_t gpus = 0, nodes = 1, max_gpus = 0, v, global_batch = 0, per_node = 8;
+  int64_t gpus = 0, nodes = 1, max_gpus = 0, v, global_batch = 0, per_node = 8, top = 5;
+  gpuplan_objective objective = GPUPLAN_OBJ_TIME;
   double train_tokens = 0;
   const gpuplan_node *node = NULL;
   int json = 0, per_rank = 0, dp_given = 0, i, rc, e;
@@ -374,18 +415,30 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
     if (cli_is_help(a)) {
       if (simulate == 1) fputs(simulate_usage, stdout);
       if (simulate == 2) fputs(perf_usage, stdout);
+      if (simulate == 3) fputs(search_usage, stdout);
       fputs(plan_usage, stdout);
       return EXIT_OK;
     } else if (strcmp(a, "--json") == 0) json = 1;
-    else if (simulate == 2 && strcmp(a, "--global-batch") == 0) {
+    else if (simulate == 3 && strcmp(a, "--top") == 0) {
+      NEED_VALUE();
+      if ((rc = num(c, a, argv[++i], &v))) return rc;
+      top = v < 1 ? 1 : v > 100 ? 100 : v;
+    } else if (simulate == 3 && strcmp(a, "--objective") == 0) {
+      NEED_VALUE();
+      a = argv[++i];
+      if (strcmp(a, "time") == 0) objective = GPUPLAN_OBJ_TIME;
+      else if (strcmp(a, "cost") == 0) objective = GPUPLAN_OBJ_COST;
+      else return cli_fail(c, EXIT_USAGE, "search: --objective '%s' is not time or cost", a);
+    }
+    else if (simulate >= 2 && strcmp(a, "--global-batch") == 0) {
       NEED_VALUE();
       if ((rc = num(c, a, argv[++i], &v))) return rc;
       global_batch = v;
-    } else if (simulate == 2 && strcmp(a, "--per-node") == 0) {
+    } else if (simulate >= 2 && strcmp(a, "--per-node") == 0) {
       NEED_VALUE();
       if ((rc = num(c, a, argv[++i], &v))) return rc;
       per_node = v;
-    } else if (simulate == 2 && strcmp(a, "--tokens") == 0) {
+    } else if (simulate >= 2 && strcmp(a, "--tokens") == 0) {
       char *end;
       NEED_VALUE();
       train_tokens = strtod(argv[++i], &end);
@@ -544,6 +597,77 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
   }
   gpus = o.dp * o.tp * o.pp * o.cp;
   if (!max_gpus) max_gpus = gpus > 8 ? gpus : 8;
+
+  if (simulate == 3) {
+    gpuplan_cluster cl;
+    gpuplan_candidate best[100];
+    gpuplan_search_stats st;
+    progress_state ps;
+    size_t n = 0, k2;
+    double t0;
+    if (global_batch < 1) return cli_fail(c, EXIT_USAGE, "search: needs --global-batch B");
+    if (node) rc = gpuplan_cluster_from_node(c->ctx, c->cat, node, nodes, &cl);
+    else rc = gpuplan_cluster_default(c->ctx, c->cat, g, gpus, per_node, &cl);
+    if (rc) return cli_fail(c, EXIT_RUNTIME, "search: %s", gpuplan_errmsg(c->ctx));
+    if (node && node->gpu_memory_bytes) cl.gpu = g;
+    ps.start = t0 = now_s();
+    ps.shown = 0;
+    rc = gpuplan_search(c->ctx, m, &cl, &o, global_batch, objective, best, (size_t)top, &n, &st,
+                        progress_bar, &ps);
+    if (ps.shown) fputs("\n", stderr);
+    if (rc) return cli_fail(c, EXIT_RUNTIME, "search: %s", gpuplan_errmsg(c->ctx));
+    if (json) {
+      printf("{\n  \"evaluated\": %llu,\n  \"too_big\": %llu,\n  \"invalid\": %llu,\n  \"seconds\": ",
+             (unsigned long long)st.evaluated, (unsigned long long)st.too_big, (unsigned long long)st.invalid);
+      json_num(stdout, now_s() - t0);
+      printf(",\n  \"best\": [");
+      for (k2 = 0; k2 < n; k2++) {
+        const gpuplan_memory_options *q = &best[k2].options;
+        printf("%s\n    {\"tp\": %lld, \"pp\": %lld, \"cp\": %lld, \"dp\": %lld, \"vpp\": %lld, "
+               "\"micro_batch\": %lld, \"recompute\": \"%s\", \"dp_mode\": \"%s\", \"step_s\": ",
+               k2 ? "," : "", (long long)q->tp, (long long)q->pp, (long long)q->cp, (long long)q->dp,
+               (long long)q->vpp, (long long)q->micro_batch, gpuplan_recompute_name(q->recompute),
+               gpuplan_dp_mode_name(q->dp_mode));
+        json_num(stdout, best[k2].perf.step_s);
+        printf(", \"tokens_per_s\": ");
+        json_num(stdout, best[k2].perf.tokens_per_s);
+        printf(", \"mfu\": ");
+        json_num(stdout, best[k2].perf.mfu);
+        printf(", \"memory_bytes\": %llu, \"cost_per_mtok\": ", (unsigned long long)best[k2].memory_bytes);
+        json_num(stdout, best[k2].perf.cost_per_mtok);
+        printf(", \"why\": ");
+        json_str(stdout, best[k2].why);
+        printf("}");
+      }
+      printf("\n  ]\n}\n");
+      return EXIT_OK;
+    }
+    printf("%s (%.3gB params) on %lld x %s, global batch %lld x %lld tokens: %llu layouts evaluated in %.3f s, "
+           "%llu do not fit, %llu invalid\n",
+           size > 0 ? model_name : m->id, gpuplan_model_params(m) / 1e9, (long long)(cl.gpus_per_node * cl.nodes),
+           g->name, (long long)global_batch, (long long)(o.seq_len ? o.seq_len : m->seq_len),
+           (unsigned long long)st.evaluated, now_s() - t0, (unsigned long long)st.too_big,
+           (unsigned long long)st.invalid);
+    if (!n) {
+      printf("no layout fits: try more GPUs, a bigger GPU, or a smaller global batch\n");
+      return EXIT_OK;
+    }
+    for (k2 = 0; k2 < n; k2++) {
+      const gpuplan_candidate *b = &best[k2];
+      const gpuplan_memory_options *q = &b->options;
+      printf("\n%zu. tp %lld, pp %lld%s, cp %lld, dp %lld (%s), micro-batch %lld, recompute %s\n", k2 + 1,
+             (long long)q->tp, (long long)q->pp, q->vpp > 1 ? " interleaved" : "", (long long)q->cp,
+             (long long)q->dp, gpuplan_dp_mode_name(q->dp_mode), (long long)q->micro_batch,
+             gpuplan_recompute_name(q->recompute));
+      printf("   step %.3f s, %.0f tokens/s, MFU %.1f%%", b->perf.step_s, b->perf.tokens_per_s, 100 * b->perf.mfu);
+      if (isfinite(b->perf.cost_per_mtok)) printf(", %.3f per M tokens", b->perf.cost_per_mtok);
+      if (train_tokens > 0) printf(", %.1f days for %.3g tokens", train_tokens / b->perf.tokens_per_s / 86400, train_tokens);
+      printf("\n   why: %s", b->why);
+      if (k2 > 0) printf("; %.1f%% slower than #1", 100 * (b->perf.step_s / best[0].perf.step_s - 1));
+      printf("\n");
+    }
+    return EXIT_OK;
+  }
 
   rc = gpuplan_memory_eval(c->ctx, m, g, &o, GPUPLAN_STAGE_WORST, &worst);
   if (rc) return cli_fail(c, EXIT_RUNTIME, "plan: %s", gpuplan_errmsg(c->ctx));

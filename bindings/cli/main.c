@@ -14,6 +14,8 @@ static const char usage[] =
     "commands:\n"
     "  plan      per-GPU memory for training or serving a model; what to change\n"
     "  perf      step time, MFU, traffic per link and cost of a layout on a cluster\n"
+    "  search    the best layouts of a model on a cluster, ranked by time or cost\n"
+    "  topo      a node's GPU/NIC matrix (nvidia-smi topo -m) and rank placement\n"
     "  simulate  run training steps through PyTorch's allocator on a mock GPU\n"
     "  replay    replay a PyTorch memory snapshot through the allocator model\n"
     "  explain-oom  read a PyTorch OOM message: fragmentation or real demand\n"
@@ -88,6 +90,8 @@ static int dispatch(cli *c, int argc, char **argv) {
   if (strcmp(cmd, "explain-oom") == 0) return cmd_explain(c, argc, argv);
   if (strcmp(cmd, "validate") == 0) return cmd_validate(c, argc, argv);
   if (strcmp(cmd, "perf") == 0) return cmd_perf(c, argc, argv);
+  if (strcmp(cmd, "search") == 0) return cmd_search(c, argc, argv);
+  if (strcmp(cmd, "topo") == 0) return cmd_topo(c, argc, argv);
   if (strcmp(cmd, "version") == 0) return cmd_version(c, argc, argv);
   if (strcmp(cmd, "help") == 0) {
     if (argc > 1) {

@@ -119,5 +119,18 @@ check "explain demand" 0 "REAL DEMAND" -- "$gp" explain-oom "CUDA out of memory.
 check "explain other process" 0 "ANOTHER PROCESS" -- "$gp" explain-oom "CUDA out of memory. Tried to allocate 112.00 MiB. GPU 0 has a total capacity of 39.49 GiB of which 119.38 MiB is free. Including non-PyTorch memory, this process has 8.38 GiB memory in use. Process 4242 has 31.00 GiB memory in use. Of the allocated memory 7.61 GiB is allocated by PyTorch, and 257.45 MiB is reserved by PyTorch but unallocated."
 check "explain garbage" 1 "Tried to allocate" -- "$gp" explain-oom "segmentation fault"
 
+# perf, search, topo, validate
+check "perf" 0 "MFU" -- "$gp" perf llama-2-7b --gpu h100-sxm --gpus 16 --global-batch 256 --tokens 1e12
+check "perf json" 0 '"tokens_per_s"' -- "$gp" perf gpt2 --gpu t4 --gpus 1 --json
+check "perf cpu vms" 0 "CPU only" -- "$gp" perf gpt-2-medium --node Standard_D16s_v5 --nodes 8 --global-batch 512 --micro-batch 8 --tokens 2e9
+check "perf bad batch" 1 "global batch" -- "$gp" perf llama-2-7b --gpu h100-sxm --gpus 16 --global-batch 100
+check "search" 0 "layouts evaluated" -- "$gp" search gpt-3-175b --gpu a100-80gb --gpus 1024 --global-batch 1536
+check "search needs batch" 2 "global-batch" -- "$gp" search gpt2 --gpu t4 --gpus 1
+check "search nothing fits" 0 "no layout fits" -- "$gp" search llama-2-70b --gpu t4 --gpus 1 --global-batch 8
+check "topo" 0 "NV12" -- "$gp" topo --node Standard_ND96asr_v4
+check "topo warning" 0 "WARNING: tensor parallelism spans nodes" -- "$gp" topo --gpu h100-sxm --nodes 2 --layout 16,1,1
+check "topo pcie" 0 "PCIe only" -- "$gp" topo --gpu h100-sxm --pcie-only --layout 8,1,1
+check "topo bad layout" 1 "cluster has" -- "$gp" topo --gpu h100-sxm --layout 4,1,1
+
 echo "$pass passed, $fails failed"
 [ "$fails" = 0 ]

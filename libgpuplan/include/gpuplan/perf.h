@@ -108,6 +108,50 @@ GPUPLAN_API int gpuplan_perf_eval(gpuplan_ctx *ctx, const gpuplan_model *model,
                                   double train_tokens, const gpuplan_perf_constants *k,
                                   gpuplan_perf *out);
 
+/** What the search ranks by. */
+typedef enum gpuplan_objective {
+  GPUPLAN_OBJ_TIME = 0,  /**< shortest step (highest tokens/s) */
+  GPUPLAN_OBJ_COST = 1   /**< lowest cost per token (needs a price) */
+} gpuplan_objective;
+
+/** One candidate layout found by the search. */
+typedef struct gpuplan_candidate {
+  gpuplan_memory_options options;  /**< the layout, ready for gpuplan_memory_eval/perf_eval */
+  gpuplan_perf perf;
+  uint64_t memory_bytes;           /**< worst-rank memory */
+  uint64_t capacity;
+  char why[256];                   /**< what makes it fast or slow, in words */
+} gpuplan_candidate;
+
+/** Search statistics. */
+typedef struct gpuplan_search_stats {
+  uint64_t evaluated;   /**< layouts evaluated */
+  uint64_t invalid;     /**< rejected by divisibility (heads/tp, layers/pp, batch) */
+  uint64_t too_big;     /**< rejected: did not fit in memory */
+} gpuplan_search_stats;
+
+/** Progress callback: return non-zero to stop (GPUPLAN_EINTERRUPTED). */
+typedef int (*gpuplan_progress_fn)(void *payload, uint64_t done, uint64_t total);
+
+/**
+ * Enumerate layouts of a model on a cluster (tp over divisors of the heads up
+ * to a node, pp over divisors of the layers, cp for long sequences, dp the
+ * rest; ZeRO-1 / ZeRO-3; micro-batch 1-8; recompute none / selective /
+ * full; interleaving 1, 2, 4), drop those that do not fit the GPU, and keep
+ * the best `cap` by the objective, best first.
+ * @param base  precision, optimizer, convention and sequence length to use.
+ * @param global_batch  sequences per step (required).
+ * @return GPUPLAN_OK (n_out may be 0: nothing fits), GPUPLAN_EINVAL,
+ *         GPUPLAN_EINTERRUPTED.
+ * @errors any  @threads ctx  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_search(gpuplan_ctx *ctx, const gpuplan_model *model,
+                               const gpuplan_cluster *cluster, const gpuplan_memory_options *base,
+                               int64_t global_batch, gpuplan_objective objective,
+                               gpuplan_candidate *out, size_t cap, size_t *n_out,
+                               gpuplan_search_stats *stats, gpuplan_progress_fn progress,
+                               void *payload);
+
 GPUPLAN_END_DECLS
 
 #endif /* GPUPLAN_PERF_H */

@@ -84,7 +84,10 @@ int gpuplan_cluster_default(gpuplan_ctx *ctx, gpuplan_catalog *cat, const gpupla
   out->gpus_per_node = per_node;
   out->nodes = gpus / per_node;
   newer = g->compute_capability && strcmp(g->compute_capability, "9.0") >= 0;
-  if (isfinite(g->nvlink_bw_bytes_s) && g->nvlink_bw_bytes_s > 0 && per_node > 1) {
+  /* PCIe cards link only in bridged pairs: an all-to-all NVLink fabric
+   * exists on SXM boards alone. */
+  if (isfinite(g->nvlink_bw_bytes_s) && g->nvlink_bw_bytes_s > 0 && per_node > 1 &&
+      !(g->form_factor && strstr(g->form_factor, "PCIe") && per_node > 2)) {
     out->intra_bw_bytes_s = g->nvlink_bw_bytes_s / 2; /* the catalog's figure is bidirectional */
     out->intra_latency_s = 0.6e-6;
     out->intra_name = "nvlink";
