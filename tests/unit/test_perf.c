@@ -131,6 +131,38 @@ static void test_perf__cpu_vms_vs_gpu_nodes(void **state) {
   assert_true(rc.train_seconds / rg.train_seconds > 30);
 }
 
+/* Measured NCCL all-reduce bus bandwidth at 16 GiB (calibration rows
+ * R0394-R0395): 8 x A100 on NVLink 3, 234.89 GB/s; 8 x H200 on NVLink 4
+ * (ring), 367.61 GB/s.  The model is within 5% of both. */
+static void test_perf__collectives_match_nccl_measurements(void **state) {
+  fixture *f = *state;
+  const gpuplan_gpu *a100, *h200;
+  gpuplan_cluster ca, ch, two;
+  gpuplan_coll_time t, ring, tree, hier;
+  double gib16 = 16.0 * 1073741824.0;
+  assert_int_equal(gpuplan_catalog_gpu(f->cat, "a100-80gb", &a100), GPUPLAN_OK);
+  assert_int_equal(gpuplan_catalog_gpu(f->cat, "h200", &h200), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cluster_default(f->ctx, f->cat, a100, 8, 8, &ca), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cluster_default(f->ctx, f->cat, h200, 8, 8, &ch), GPUPLAN_OK);
+  assert_int_equal(gpuplan_collective_time(f->ctx, &ca, GPUPLAN_ALL_REDUCE, GPUPLAN_ALGO_RING, gib16, 8, NULL, &t), GPUPLAN_OK);
+  assert_true(fabs(t.busbw_bytes_s / 234.89e9 - 1) < 0.05);
+  assert_int_equal(gpuplan_collective_time(f->ctx, &ch, GPUPLAN_ALL_REDUCE, GPUPLAN_ALGO_RING, gib16, 8, NULL, &t), GPUPLAN_OK);
+  assert_true(fabs(t.busbw_bytes_s / 367.61e9 - 1) < 0.05);
+  /* small messages: the tree's log2(n) latency beats the ring's n-1 hops */
+  assert_int_equal(gpuplan_cluster_default(f->ctx, f->cat, a100, 512, 8, &two), GPUPLAN_OK);
+  gpuplan_collective_time(f->ctx, &two, GPUPLAN_ALL_REDUCE, GPUPLAN_ALGO_RING, 8192, 512, NULL, &ring);
+  gpuplan_collective_time(f->ctx, &two, GPUPLAN_ALL_REDUCE, GPUPLAN_ALGO_TREE, 8192, 512, NULL, &tree);
+  assert_true(tree.seconds < ring.seconds / 10);
+  /* large messages across nodes: hierarchical puts most bytes on NVLink */
+  gpuplan_collective_time(f->ctx, &two, GPUPLAN_ALL_REDUCE, GPUPLAN_ALGO_HIERARCHICAL, gib16, 512, NULL, &hier);
+  assert_true(hier.bytes_inter < hier.bytes_intra);
+  assert_true(hier.seconds > 0);
+  /* bad input names the field */
+  assert_int_equal(gpuplan_collective_time(f->ctx, &ca, GPUPLAN_ALL_REDUCE, GPUPLAN_ALGO_RING, 1, 9, NULL, &t), GPUPLAN_EINVAL);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "n:"));
+  assert_int_equal(gpuplan_collective_time(f->ctx, &ca, GPUPLAN_ALL_REDUCE, GPUPLAN_ALGO_RING, -1, 8, NULL, &t), GPUPLAN_EINVAL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, fixture_setup, fixture_teardown)
@@ -138,6 +170,7 @@ int main(void) {
     T(test_perf__scaling_bubble_and_fabrics),
     T(test_perf__cost_and_errors),
     T(test_perf__cpu_vms_vs_gpu_nodes),
+    T(test_perf__collectives_match_nccl_measurements),
   };
   return cmocka_run_group_tests_name("perf", tests, NULL, NULL);
 }

@@ -108,6 +108,45 @@ GPUPLAN_API int gpuplan_perf_eval(gpuplan_ctx *ctx, const gpuplan_model *model,
                                   double train_tokens, const gpuplan_perf_constants *k,
                                   gpuplan_perf *out);
 
+/** Collective operations. */
+typedef enum gpuplan_collective {
+  GPUPLAN_ALL_REDUCE = 0,
+  GPUPLAN_REDUCE_SCATTER = 1,
+  GPUPLAN_ALL_GATHER = 2,
+  GPUPLAN_ALL_TO_ALL = 3,
+  GPUPLAN_SEND_RECV = 4
+} gpuplan_collective;
+
+/** Collective algorithms. */
+typedef enum gpuplan_coll_algo {
+  GPUPLAN_ALGO_RING = 0,          /**< bandwidth-optimal, latency 2(n-1) hops (all-reduce) */
+  GPUPLAN_ALGO_TREE = 1,          /**< NCCL double binary tree: latency ~2 log2(n) hops */
+  GPUPLAN_ALGO_HIERARCHICAL = 2   /**< inside nodes first (NVLink), then across nodes, then inside again */
+} gpuplan_coll_algo;
+
+/** Time of one collective (a plain value). */
+typedef struct gpuplan_coll_time {
+  double seconds;
+  double algbw_bytes_s;   /**< bytes / seconds, as nccl-tests reports it */
+  double busbw_bytes_s;   /**< algbw x the op's bus factor (2(n-1)/n for all-reduce) */
+  double bytes_intra;     /**< per GPU, over the node fabric */
+  double bytes_inter;     /**< per GPU, over the network */
+} gpuplan_coll_time;
+
+/**
+ * Time a collective of `bytes` (per GPU's buffer, as nccl-tests' size) over
+ * n GPUs placed in nodes of the cluster (n <= per node: inside one node),
+ * with latency + size / bandwidth and the bus efficiency of the constants
+ * (fitted on measured NCCL all-reduce: 234.89 GB/s on NVLink 3, 367.61 GB/s
+ * on NVLink 4).
+ * @return GPUPLAN_OK or GPUPLAN_EINVAL.
+ * @errors any  @threads any  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_collective_time(gpuplan_ctx *ctx, const gpuplan_cluster *cluster,
+                                        gpuplan_collective op, gpuplan_coll_algo algo, double bytes,
+                                        int64_t n, const gpuplan_perf_constants *k,
+                                        gpuplan_coll_time *out);
+
 /** What the search ranks by. */
 typedef enum gpuplan_objective {
   GPUPLAN_OBJ_TIME = 0,  /**< shortest step (highest tokens/s) */

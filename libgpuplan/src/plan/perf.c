@@ -366,3 +366,80 @@ int gpuplan_perf_eval(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_cl
   gpuplan__clear(ctx);
   return GPUPLAN_OK;
 }
+
+int gpuplan_collective_time(gpuplan_ctx *ctx, const gpuplan_cluster *c, gpuplan_collective op,
+                            gpuplan_coll_algo algo, double bytes, int64_t n64,
+                            const gpuplan_perf_constants *kk, gpuplan_coll_time *out) {
+  gpuplan_perf_constants kdef;
+  const gpuplan_perf_constants *k = kk;
+  double n = (double)n64, per, nodes, eff, bw_in, bw_ring, lat_in, lat_out, factor, t = 0;
+  if (!ctx) return GPUPLAN_EMISUSE;
+  if (!c || !out) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "collective: NULL argument");
+  if (n64 < 1 || n64 > c->gpus_per_node * c->nodes)
+    return gpuplan__error(ctx, GPUPLAN_EINVAL, "n: %lld GPUs; the cluster has %lld",
+                          (long long)n64, (long long)(c->gpus_per_node * c->nodes));
+  if (!(bytes >= 0) || bytes > 1e15)
+    return gpuplan__error(ctx, GPUPLAN_EINVAL, "bytes: must be 0..1e15");
+  if ((unsigned)op > GPUPLAN_SEND_RECV || (unsigned)algo > GPUPLAN_ALGO_HIERARCHICAL)
+    return gpuplan__error(ctx, GPUPLAN_EINVAL, "collective: unknown operation or algorithm");
+  if (!k) {
+    gpuplan_perf_constants_default(&kdef);
+    k = &kdef;
+  }
+  memset(out, 0, sizeof *out);
+  per = (double)c->gpus_per_node;
+  nodes = n <= per ? 1 : ceil(n / per);
+  eff = k->coll_eff;
+  bw_in = c->intra_bw_bytes_s;
+  lat_in = c->intra_latency_s;
+  lat_out = c->inter_latency_s;
+  /* A flat ring spanning nodes: one ring per NIC, so the node's NICs
+   * together, capped by NVLink (see gpuplan_perf_eval). */
+  bw_ring = nodes > 1 ? fmin(c->inter_bw_bytes_s, bw_in) : bw_in;
+  switch (op) {
+  case GPUPLAN_ALL_REDUCE: factor = 2 * (n - 1) / n; break;
+  case GPUPLAN_REDUCE_SCATTER:
+  case GPUPLAN_ALL_GATHER:
+  case GPUPLAN_ALL_TO_ALL: factor = (n - 1) / n; break;
+  default: factor = 1; break;
+  }
+  if (n <= 1) {
+    out->seconds = 0;
+    return GPUPLAN_OK;
+  }
+  if (op == GPUPLAN_SEND_RECV) {
+    double bw = nodes > 1 ? c->inter_bw_bytes_s / per : bw_in;
+    t = bytes / (bw * eff) + (nodes > 1 ? lat_out : lat_in);
+    if (nodes > 1) out->bytes_inter = bytes;
+    else out->bytes_intra = bytes;
+  } else if (op == GPUPLAN_ALL_TO_ALL) {
+    /* Every GPU sends (n-1)/n of its buffer; the share for other nodes goes
+     * through the GPU's own NIC. */
+    double remote = nodes > 1 ? (n - per) / n : 0, local = factor - remote;
+    t = fmax(bytes * local / (bw_in * eff), remote > 0 ? bytes * remote / (c->inter_bw_bytes_s / per * eff) : 0) +
+        (nodes > 1 ? lat_out : lat_in) * log2(n);
+    out->bytes_intra = bytes * local;
+    out->bytes_inter = bytes * remote;
+  } else if (algo == GPUPLAN_ALGO_HIERARCHICAL && nodes > 1) {
+    /* reduce-scatter inside the node, the op across nodes on 1/per of the
+     * data per GPU (each on its own NIC), all-gather inside the node */
+    double share = bytes / per, in_factor = (per - 1) / per;
+    double inter_bw = c->inter_bw_bytes_s / per;
+    double t_in = (op == GPUPLAN_ALL_REDUCE ? 2 : 1) * in_factor * bytes / (bw_in * eff);
+    double t_out = (op == GPUPLAN_ALL_REDUCE ? 2 : 1) * (nodes - 1) / nodes * share / (inter_bw * eff);
+    t = t_in + t_out + 2 * (per - 1) * lat_in + 2 * (nodes - 1) * lat_out;
+    out->bytes_intra = (op == GPUPLAN_ALL_REDUCE ? 2 : 1) * in_factor * bytes;
+    out->bytes_inter = (op == GPUPLAN_ALL_REDUCE ? 2 : 1) * (nodes - 1) / nodes * share;
+  } else {
+    double steps = algo == GPUPLAN_ALGO_TREE ? 2 * ceil(log2(n)) : (op == GPUPLAN_ALL_REDUCE ? 2 : 1) * (n - 1);
+    double lat = nodes > 1 ? lat_out : lat_in;
+    t = factor * bytes / (bw_ring * eff) + steps * lat;
+    out->bytes_intra = nodes > 1 ? factor * bytes * (1 - 1 / fmin(per, n)) : factor * bytes;
+    out->bytes_inter = nodes > 1 ? factor * bytes / fmin(per, n) : 0;
+  }
+  out->seconds = t;
+  out->algbw_bytes_s = t > 0 ? bytes / t : 0;
+  out->busbw_bytes_s = out->algbw_bytes_s * (op == GPUPLAN_SEND_RECV ? 1 : factor);
+  gpuplan__clear(ctx);
+  return GPUPLAN_OK;
+}
