@@ -265,7 +265,14 @@ static const char search_usage[] =
     "ZeRO-3, micro-batch, recompute, interleaving), drop those that do not fit\n"
     "in memory, rank the rest by step time (or cost per token) and print the\n"
     "best N with what makes each fast or slow.  Precision, optimizer and\n"
-    "sequence length come from the plan options.\n";
+    "sequence length come from the plan options.\n"
+    "\n"
+    "       gpuplan search MODEL --across --tokens D --days T --global-batch B\n"
+    "                      [--max-nodes N] [--json]\n"
+    "\n"
+    "Across every priced GPU node/VM in the catalog and 1, 2, 4, ... N nodes:\n"
+    "the best layout of each, the time to train on D tokens, and the cost; the\n"
+    "cheapest way that finishes within T days first.\n";
 
 typedef struct progress_state {
   double start;
@@ -338,10 +345,14 @@ static void print_perf(const gpuplan_perf *pf, const gpuplan_cluster *cl, double
     printf("\n}\n");
     return;
   }
-  printf("\ncluster: %lld node(s) x %lld %s; inside a node %s %.0f GB/s each way per GPU; between nodes %s %.0f GB/s per node\n",
-         (long long)cl->nodes, (long long)cl->gpus_per_node, cl->gpu ? cl->gpu->name : "CPU",
-         cl->intra_name ? cl->intra_name : "-", cl->intra_bw_bytes_s * b2g,
-         cl->inter_name ? cl->inter_name : "-", cl->inter_bw_bytes_s * b2g);
+  if (cl->gpu)
+    printf("\ncluster: %lld node(s) x %lld %s; inside a node %s %.0f GB/s each way per GPU; between nodes %s %.1f GB/s per node\n",
+           (long long)cl->nodes, (long long)cl->gpus_per_node, cl->gpu->name,
+           cl->intra_name ? cl->intra_name : "-", cl->intra_bw_bytes_s * b2g,
+           cl->inter_name ? cl->inter_name : "-", cl->inter_bw_bytes_s * b2g);
+  else
+    printf("\ncluster: %lld CPU-only node(s), one data-parallel rank each; between nodes %s %.1f GB/s per node\n",
+           (long long)cl->nodes, cl->inter_name ? cl->inter_name : "-", cl->inter_bw_bytes_s * b2g);
   printf("step (global batch %lld sequences)   %10.3f s\n", (long long)pf->global_batch, pf->step_s);
   printf("  compute (GEMM, attention, elementwise, recompute) %8.3f s\n", pf->compute_s);
   printf("  pipeline bubble                                   %8.3f s\n", pf->bubble_s);
@@ -350,9 +361,11 @@ static void print_perf(const gpuplan_perf *pf, const gpuplan_cluster *cl, double
   printf("  pipeline send/recv                                %8.3f s\n", pf->pp_comm_s);
   printf("  data-parallel / ZeRO / FSDP traffic (exposed)     %8.3f s\n", pf->dp_comm_s);
   printf("  optimizer step                                    %8.3f s\n", pf->optimizer_s);
-  printf("throughput   %.0f tokens/s (%.0f per GPU)\n", pf->tokens_per_s, pf->tokens_per_s / (double)pf->gpus);
-  printf("MFU %.1f%%, HFU %.1f%% of %.0f TFLOP/s per GPU (%.1f TFLOP/s of model FLOPs per GPU)\n",
-         100 * pf->mfu, 100 * pf->hfu, pf->peak_flops / 1e12, pf->model_flops_per_s_per_gpu / 1e12);
+  printf("throughput   %.0f tokens/s (%.0f per %s)\n", pf->tokens_per_s, pf->tokens_per_s / (double)pf->gpus,
+         cl->gpu ? "GPU" : "node");
+  printf("MFU %.1f%%, HFU %.1f%% of %.2f TFLOP/s per %s (%.2f TFLOP/s of model FLOPs per %s)\n",
+         100 * pf->mfu, 100 * pf->hfu, pf->peak_flops / 1e12, cl->gpu ? "GPU" : "node",
+         pf->model_flops_per_s_per_gpu / 1e12, cl->gpu ? "GPU" : "node");
   printf("bytes per step per GPU: NVLink %.2f GB, PCIe %.2f GB, network %.2f GB (cluster total %.1f GB on the network)\n",
          pf->bytes_nvlink_per_gpu * b2g, pf->bytes_pcie_per_gpu * b2g, pf->bytes_network_per_gpu * b2g,
          pf->bytes_network_per_gpu * (double)pf->gpus * b2g);
@@ -369,6 +382,102 @@ static void print_perf(const gpuplan_perf *pf, const gpuplan_cluster *cl, double
   }
 }
 
+typedef struct across_row {
+  const gpuplan_node *node;
+  int64_t nodes;
+  gpuplan_candidate best;
+  double seconds, cost;
+} across_row;
+
+static int cmp_across(const void *x, const void *y) {
+  const across_row *a = x, *b = y;
+  return a->cost < b->cost ? -1 : a->cost > b->cost;
+}
+
+/* The cheapest node type and count to train on `tokens` within `days`. */
+static int search_across(cli *c, const char *model_name, gpuplan_memory_options *o, int64_t G,
+                         double tokens, double days, int64_t max_nodes, int json) {
+  const gpuplan_model *m;
+  double size = 0;
+  gpuplan_model inline_model;
+  across_row rows[512];
+  size_t nrows = 0, i, nn = 0;
+  int rc;
+  if ((rc = cli_catalog(c))) return rc;
+  if (!(tokens > 0) || !(days > 0) || G < 1)
+    return cli_fail(c, EXIT_USAGE, "search --across: needs --tokens D, --days T and --global-batch B");
+  if (parse_size(model_name, &size)) {
+    if ((rc = gpuplan_catalog_model(c->cat, "llama-2-7b", &m))) return cli_lib_fail(c, rc);
+    inline_model = *m;
+    m = &inline_model;
+    o->params_override = size;
+  } else if ((rc = gpuplan_catalog_model(c->cat, model_name, &m))) {
+    return cli_lib_fail(c, rc);
+  }
+  nn = gpuplan_catalog_count(c->cat, GPUPLAN_KIND_NODE);
+  for (i = 0; i < nn; i++) {
+    const gpuplan_node *n = gpuplan_catalog_at(c->cat, GPUPLAN_KIND_NODE, i);
+    int64_t k;
+    if (!n->gpu_id || !isfinite(n->price_per_hour) || n->gpu_fraction < 1) continue;
+    for (k = 1; k <= max_nodes && nrows < sizeof rows / sizeof rows[0]; k *= 2) {
+      gpuplan_cluster cl;
+      gpuplan_candidate best;
+      size_t nb = 0;
+      if (gpuplan_cluster_from_node(c->ctx, c->cat, n, k, &cl)) continue;
+      if (gpuplan_search(c->ctx, m, &cl, o, G, GPUPLAN_OBJ_TIME, &best, 1, &nb, NULL, NULL, NULL) || !nb)
+        continue;
+      rows[nrows].node = n;
+      rows[nrows].nodes = k;
+      rows[nrows].best = best;
+      rows[nrows].seconds = tokens / best.perf.tokens_per_s;
+      rows[nrows].cost = rows[nrows].seconds / 3600 * best.perf.cost_per_hour;
+      nrows++;
+    }
+  }
+  qsort(rows, nrows, sizeof *rows, cmp_across);
+  if (json) {
+    printf("{\n  \"tokens\": ");
+    json_num(stdout, tokens);
+    printf(",\n  \"days\": ");
+    json_num(stdout, days);
+    printf(",\n  \"options\": [");
+    for (i = 0; i < nrows; i++) {
+      printf("%s\n    {\"node\": ", i ? "," : "");
+      json_str(stdout, rows[i].node->name);
+      printf(", \"nodes\": %lld, \"days\": ", (long long)rows[i].nodes);
+      json_num(stdout, rows[i].seconds / 86400);
+      printf(", \"cost\": ");
+      json_num(stdout, rows[i].cost);
+      printf(", \"meets_deadline\": %s, \"tp\": %lld, \"pp\": %lld, \"dp\": %lld}",
+             rows[i].seconds <= days * 86400 ? "true" : "false", (long long)rows[i].best.options.tp,
+             (long long)rows[i].best.options.pp, (long long)rows[i].best.options.dp);
+    }
+    printf("\n  ]\n}\n");
+    return EXIT_OK;
+  }
+  printf("%s (%.3gB params) on %.3g tokens within %g days, global batch %lld: %zu priced configurations\n\n",
+         size > 0 ? model_name : m->id, gpuplan_model_params(m) / 1e9, tokens, days, (long long)G, nrows);
+  printf("%-28s %5s %5s  %-22s %9s %12s  %s\n", "NODE", "NODES", "GPUS", "BEST LAYOUT", "DAYS", "COST", "");
+  {
+    int shown = 0, winner = 0;
+    for (i = 0; i < nrows; i++) {
+      int ok = rows[i].seconds <= days * 86400;
+      char lay[64];
+      snprintf(lay, sizeof lay, "tp%lld pp%lld dp%lld %s", (long long)rows[i].best.options.tp,
+               (long long)rows[i].best.options.pp, (long long)rows[i].best.options.dp,
+               gpuplan_recompute_name(rows[i].best.options.recompute));
+      printf("%-28s %5lld %5lld  %-22s %9.1f %12.0f  %s\n", rows[i].node->name, (long long)rows[i].nodes,
+             (long long)(rows[i].nodes * rows[i].node->gpu_count), lay, rows[i].seconds / 86400,
+             rows[i].cost, ok ? (winner++ ? "meets the deadline" : "CHEAPEST WITHIN THE DEADLINE") : "too slow");
+      if (++shown >= 20) break;
+    }
+    if (!winner) printf("\nnothing finishes within %g days up to %lld nodes of each type; raise --max-nodes\n", days,
+                        (long long)max_nodes);
+  }
+  printf("\nprices: the catalog's (price_region, price_date); compute cost only, storage and egress excluded\n");
+  return EXIT_OK;
+}
+
 static int plan_main(cli *c, int argc, char **argv, int simulate) {
   gpuplan_memory_options o = GPUPLAN_MEMORY_OPTIONS_INIT;
   gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
@@ -376,6 +485,9 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
   const char *model_name = NULL, *gpu_name = NULL, *node_name = NULL;
   int64_t gpus = 0, nodes = 1, max_gpus = 0, v, global_batch = 0, per_node = 8, top = 5;
   gpuplan_objective objective = GPUPLAN_OBJ_TIME;
+  int across = 0;
+  double days = 0;
+  int64_t max_nodes = 64;
   double train_tokens = 0;
   const gpuplan_node *node = NULL;
   int json = 0, per_rank = 0, dp_given = 0, i, rc, e;
@@ -423,6 +535,16 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
       NEED_VALUE();
       if ((rc = num(c, a, argv[++i], &v))) return rc;
       top = v < 1 ? 1 : v > 100 ? 100 : v;
+    } else if (simulate == 3 && strcmp(a, "--across") == 0) {
+      across = 1;
+    } else if (simulate == 3 && (strcmp(a, "--days") == 0 || strcmp(a, "--max-nodes") == 0)) {
+      char *end;
+      double x;
+      NEED_VALUE();
+      x = strtod(argv[++i], &end);
+      if (*end || !(x > 0) || x > 1e6) return cli_fail(c, EXIT_USAGE, "search: %s '%s' is not a positive number", a, argv[i]);
+      if (a[2] == 'd') days = x;
+      else max_nodes = (int64_t)x;
     } else if (simulate == 3 && strcmp(a, "--objective") == 0) {
       NEED_VALUE();
       a = argv[++i];
@@ -531,6 +653,7 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
     }
   }
   if (!model_name) return cli_fail(c, EXIT_USAGE, "plan: needs a MODEL (see gpuplan plan --help)");
+  if (across) return search_across(c, model_name, &o, global_batch, train_tokens, days, max_nodes, json);
   if (!gpu_name && !node_name) return cli_fail(c, EXIT_USAGE, "plan: needs --gpu SKU or --node VM");
   if (gpu_name && node_name) return cli_fail(c, EXIT_USAGE, "plan: give --gpu or --node, not both");
   if ((rc = cli_catalog(c))) return rc;
