@@ -252,6 +252,36 @@ static void print_sim(const gpuplan_sim_result *r, const gpuplan_sim_options *so
 
 static int plan_main(cli *c, int argc, char **argv, int simulate);
 
+/* Explicit fabrics and NICs override what the node or the SKU implies. */
+static int cluster_overrides(cli *c, gpuplan_cluster *cl, const char *intra, const char *inter,
+                             double nics, double nic_gbps) {
+  const gpuplan_fabric *f;
+  int rc;
+  if (intra) {
+    if ((rc = gpuplan_catalog_fabric(c->cat, intra, &f))) return cli_lib_fail(c, rc);
+    if (strcmp(f->scope, "intra") != 0)
+      return cli_fail(c, EXIT_USAGE, "--intra: %s is a fabric between nodes (scope %s)", f->id, f->scope);
+    cl->intra_bw_bytes_s = f->bw_bytes_s;
+    cl->intra_latency_s = f->latency_s;
+    cl->intra_name = strcmp(f->kind, "pcie") == 0 ? "pcie" : f->id;
+  }
+  if (inter || nics > 0 || nic_gbps > 0) {
+    double per_nic = cl->inter_bw_bytes_s / (double)cl->gpus_per_node;
+    double n = nics > 0 ? nics : (double)cl->gpus_per_node;
+    if (inter) {
+      if ((rc = gpuplan_catalog_fabric(c->cat, inter, &f))) return cli_lib_fail(c, rc);
+      if (strcmp(f->scope, "inter") != 0)
+        return cli_fail(c, EXIT_USAGE, "--inter: %s is a fabric inside a node (scope %s)", f->id, f->scope);
+      per_nic = f->bw_bytes_s;
+      cl->inter_latency_s = f->latency_s;
+      cl->inter_name = f->id;
+    }
+    if (nic_gbps > 0) per_nic = nic_gbps * 1e9 / 8;
+    cl->inter_bw_bytes_s = n * per_nic;
+  }
+  return 0;
+}
+
 int cmd_plan(cli *c, int argc, char **argv) { return plan_main(c, argc, argv, 0); }
 int cmd_simulate(cli *c, int argc, char **argv) { return plan_main(c, argc, argv, 1); }
 int cmd_perf(cli *c, int argc, char **argv) { return plan_main(c, argc, argv, 2); }
@@ -314,6 +344,10 @@ static const char perf_usage[] =
     "  --global-batch B   sequences per optimizer step [dp x micro-batch x grad-accum]\n"
     "  --tokens D         training tokens (e.g. 300e9) for time and cost to train\n"
     "  --per-node G       GPUs per node with --gpu [8]\n"
+    "  --intra FABRIC     inside a node: nvlink4, nvswitch3, pcie4, ... (gpuplan catalog fabrics)\n"
+    "  --inter FABRIC     between nodes: ib-ndr, roce-400, eth-100, ...\n"
+    "  --nics N           scale-out NICs per node [one per GPU]\n"
+    "  --nic-gbps X       per NIC, Gb/s [the fabric's]\n"
     "All options of `gpuplan plan` apply (see gpuplan plan --help).\n";
 
 static void print_perf(const gpuplan_perf *pf, const gpuplan_cluster *cl, double tokens, int json) {
@@ -486,6 +520,8 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
   int64_t gpus = 0, nodes = 1, max_gpus = 0, v, global_batch = 0, per_node = 8, top = 5;
   gpuplan_objective objective = GPUPLAN_OBJ_TIME;
   int across = 0;
+  const char *intra_name = NULL, *inter_name = NULL;
+  double nics = 0, nic_gbps = 0;
   double days = 0;
   int64_t max_nodes = 64;
   double train_tokens = 0;
@@ -556,6 +592,18 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
       NEED_VALUE();
       if ((rc = num(c, a, argv[++i], &v))) return rc;
       global_batch = v;
+    } else if (simulate >= 2 && (strcmp(a, "--intra") == 0 || strcmp(a, "--inter") == 0)) {
+      NEED_VALUE();
+      if (a[5] == 'r') intra_name = argv[++i];
+      else inter_name = argv[++i];
+    } else if (simulate >= 2 && (strcmp(a, "--nics") == 0 || strcmp(a, "--nic-gbps") == 0)) {
+      char *end;
+      double x;
+      NEED_VALUE();
+      x = strtod(argv[++i], &end);
+      if (*end || !(x > 0) || x > 1e6) return cli_fail(c, EXIT_USAGE, "%s '%s' is not a positive number", a, argv[i]);
+      if (a[5] == 's') nics = x;
+      else nic_gbps = x;
     } else if (simulate >= 2 && strcmp(a, "--per-node") == 0) {
       NEED_VALUE();
       if ((rc = num(c, a, argv[++i], &v))) return rc;
@@ -733,6 +781,7 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
     else rc = gpuplan_cluster_default(c->ctx, c->cat, g, gpus, per_node, &cl);
     if (rc) return cli_fail(c, EXIT_RUNTIME, "search: %s", gpuplan_errmsg(c->ctx));
     if (node && node->gpu_memory_bytes) cl.gpu = g;
+    if ((rc = cluster_overrides(c, &cl, intra_name, inter_name, nics, nic_gbps))) return rc;
     ps.start = t0 = now_s();
     ps.shown = 0;
     rc = gpuplan_search(c->ctx, m, &cl, &o, global_batch, objective, best, (size_t)top, &n, &st,
@@ -801,6 +850,7 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
     else rc = gpuplan_cluster_default(c->ctx, c->cat, g, gpus, per_node, &cl);
     if (rc) return cli_fail(c, EXIT_RUNTIME, "perf: %s", gpuplan_errmsg(c->ctx));
     if (node && node->gpu_memory_bytes) cl.gpu = g; /* the vGPU slice */
+    if ((rc = cluster_overrides(c, &cl, intra_name, inter_name, nics, nic_gbps))) return rc;
     rc = gpuplan_perf_eval(c->ctx, m, &cl, &o, global_batch, train_tokens, NULL, &pf);
     if (rc) return cli_fail(c, EXIT_RUNTIME, "perf: %s", gpuplan_errmsg(c->ctx));
     if (!json) {
