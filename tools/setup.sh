@@ -6,6 +6,7 @@ set -eu
 pkgs="cmake make gcc g++ pkg-config libsqlite3-dev"
 if [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs libcmocka-dev python3 binutils clang libclang-rt-14-dev"
+  pkgs="$pkgs python3-dev python3-pytest python3-pandas python3-pip python3-setuptools python3-wheel"
 fi
 missing=""
 for p in $pkgs; do

@@ -304,7 +304,7 @@ static int finish_open(gpuplan_catalog *cat, gpuplan_catalog **out) {
 }
 
 int gpuplan_catalog_open_default(gpuplan_ctx *ctx, gpuplan_catalog **out) {
-  gpuplan_catalog *cat;
+  gpuplan_catalog *cat = NULL;
   if (!out) return GPUPLAN_EMISUSE;
   *out = NULL;
   if (!ctx) return GPUPLAN_EMISUSE;
@@ -417,7 +417,7 @@ static int check_schema(gpuplan_catalog *cat, unsigned flags) {
 
 int gpuplan_catalog_open(gpuplan_ctx *ctx, const char *path, unsigned flags,
                          gpuplan_catalog **out) {
-  gpuplan_catalog *cat;
+  gpuplan_catalog *cat = NULL;
   struct stat sb;
   int exists, oflags, rc;
 

@@ -690,7 +690,7 @@ big:
 
 static int step(loader *l, int *stop) {
   const unsigned char *a = NULL;
-  size_t n, k;
+  size_t n, k = 0;
   uint64_t len;
   int64_t iv;
   gpuplan__pv *v;

@@ -1,0 +1,254 @@
+"""gpuplan: plan GPU memory and simulate training on models of real hardware.
+
+The C library does the work (``gpuplan._gpuplan``); this layer gives results
+attributes, ``to_dict()`` and pandas helpers.  Results are plain values:
+they pickle, and they cross process boundaries (Dask, multiprocessing).
+
+    >>> import gpuplan
+    >>> cat = gpuplan.Catalog()
+    >>> p = cat.plan("llama-2-7b", "a100-40gb")
+    >>> p.worst.fits, round(p.worst.total_bytes / 2**30, 1)
+    (False, 118.6)
+    >>> p.ladder[-1].change
+    'ZeRO-3 across 4 GPUs'
+
+Every result has the keys of the matching ``gpuplan ... --json`` document.
+"""
+import errno as _errno
+import os as _os
+import re as _re
+from ._gpuplan import (  # noqa: F401
+    AmbiguousError,
+    CatalogError,
+    Error,
+    InvalidError,
+    NotFoundError,
+    OutOfMemoryError,
+    StorageError,
+    UnsupportedError,
+    __version__,
+)
+from ._gpuplan import Catalog as _Catalog
+from ._gpuplan import explain_oom as _explain_oom
+from ._gpuplan import replay as _replay
+
+__all__ = [
+    "Catalog", "Result", "replay", "explain_oom", "to_dataframe",
+    "Error", "NotFoundError", "AmbiguousError", "InvalidError", "UnsupportedError",
+    "StorageError", "CatalogError", "OutOfMemoryError", "__version__",
+]
+
+
+class Result:
+    """A result: attribute access over a dict of plain values.
+
+    Nested dicts become Results and lists of dicts lists of Results;
+    ``to_dict()`` gives the plain data back.  Results compare by value and
+    pickle with every protocol.
+    """
+
+    __slots__ = ("_d",)
+
+    def __init__(self, d):
+        object.__setattr__(self, "_d", dict(d))
+
+    def __getattr__(self, name):
+        try:
+            v = self._d[name]
+        except KeyError:
+            raise AttributeError(name) from None
+        return _wrap(v)
+
+    def __getitem__(self, name):
+        return _wrap(self._d[name])
+
+    def __setattr__(self, name, value):
+        raise AttributeError("gpuplan results are read-only")
+
+    def keys(self):
+        return self._d.keys()
+
+    def to_dict(self):
+        return _plain(self._d)
+
+    def __eq__(self, other):
+        return isinstance(other, Result) and self._d == other._d
+
+    def __repr__(self):
+        inner = ", ".join("%s=%r" % (k, v) for k, v in list(self._d.items())[:6])
+        return "Result(%s%s)" % (inner, ", ..." if len(self._d) > 6 else "")
+
+    def __reduce__(self):
+        return (Result, (self._d,))
+
+    def __dir__(self):
+        return list(self._d)
+
+
+def _wrap(v):
+    if isinstance(v, dict):
+        return Result(v)
+    if isinstance(v, list):
+        return [_wrap(x) for x in v]
+    return v
+
+
+def _plain(v):
+    if isinstance(v, Result):
+        return v.to_dict()
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
+
+
+class Catalog:
+    """The hardware and model catalog, and the planners that use it.
+
+    ``Catalog()`` opens the built-in catalog; ``Catalog(path=...)`` a user
+    file instead; ``Catalog(layer=...)`` a user file over the built-in one.
+    One lock per catalog makes the methods thread-safe; search, simulate and
+    replay release the GIL while the C library works.
+
+    The hardware is ``gpu="a100-40gb"`` with ``gpus=N`` (nodes of
+    ``per_node`` GPUs) or ``node="Standard_ND96asr_v4"`` with ``nodes=K``.
+    Options are the ``gpuplan plan`` flags with underscores: ``tp``, ``pp``,
+    ``dp``, ``cp``, ``ep``, ``vpp``, ``micro_batch``, ``seq_len``,
+    ``microbatches``, ``precision``, ``optimizer``, ``recompute``,
+    ``dp_mode`` ("ddp", "zero1", "zero2", "zero3", "fsdp", ...), ``schedule``,
+    ``convention``, ``sequence_parallel``, ``flash_attention``, ``dropout``,
+    ``offload_optimizer``, ``offload_params``, ``workload`` ("train" or
+    "infer") with ``context_len``, ``batch``, ``kv_dtype``, ``paged``...
+    A model is a catalog name or a size such as ``"7B"`` (Llama-2-7B's shape
+    scaled to that many parameters).
+    """
+
+    def __init__(self, path=None, layer=None):
+        self._c = _Catalog(path, layer)
+
+    def close(self):
+        """Release the catalog (idempotent); later calls raise Error."""
+        self._c.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("gpuplan.Catalog is a handle and cannot be pickled; pickle its results")
+
+    # records
+    def gpus(self):
+        """Every GPU SKU (``gpuplan catalog gpus --json``)."""
+        return [Result(d) for d in self._c.records("gpus")]
+
+    def nodes(self):
+        """Every node / cloud VM."""
+        return [Result(d) for d in self._c.records("nodes")]
+
+    def models(self):
+        """Every model."""
+        return [Result(d) for d in self._c.records("models")]
+
+    def fabrics(self):
+        """Every interconnect (NVLink, PCIe, InfiniBand, Ethernet)."""
+        return [Result(d) for d in self._c.records("fabrics")]
+
+    def find(self, kind, name):
+        """One record by id, name or alias (raises NotFoundError/AmbiguousError)."""
+        return Result(self._c.find(kind, name))
+
+    # planners
+    def plan(self, model, gpu=None, **options):
+        """Worst-rank memory by component and the fix ladder (``gpuplan plan --json``).
+
+        Extra keywords: ``max_gpus`` (GPUs the ladder may use), ``per_rank``
+        (adds ``stages``: every pipeline stage).
+        """
+        return _sized(model, options, lambda m: self._c.plan(m, gpu, **options))
+
+    def fits(self, model, gpu=None, **options):
+        """True when the worst rank fits in the GPU's memory."""
+        return self.plan(model, gpu, **options).worst.fits
+
+    def perf(self, model, gpu=None, **options):
+        """Step time, MFU, traffic and cost (``gpuplan perf --json``).
+
+        Extra keywords: ``global_batch`` (sequences per step), ``tokens``
+        (training tokens, for time and cost to train).
+        """
+        return _sized(model, options, lambda m: self._c.perf(m, gpu, **options))
+
+    def search(self, model, gpu=None, **options):
+        """The best layouts for a cluster, best first (``gpuplan search --json``).
+
+        Needs ``global_batch``; ``top`` (1..100, default 5) and ``objective``
+        ("time" or "cost").  Releases the GIL for the whole search.
+        """
+        return _sized(model, options, lambda m: self._c.search(m, gpu, **options))
+
+    def simulate(self, model, gpu=None, **options):
+        """Training steps through the caching-allocator model (``gpuplan simulate --json``).
+
+        Extra keywords: ``steps``, ``alloc_conf`` (PYTORCH_CUDA_ALLOC_CONF),
+        ``keep_grads``, ``snapshot`` (write a torch memory snapshot pickle),
+        ``other_procs`` (bytes other processes hold on the GPU).
+        """
+        return _sized(model, options, lambda m: self._c.simulate(m, gpu, **options))
+
+
+_SIZE = _re.compile(r"^([0-9]+(?:\.[0-9]*)?)([bBmMtT])$")
+
+
+def _sized(model, options, call):
+    """Run call(model); a size such as "7B" becomes Llama-2-7B's shape scaled."""
+    m = _SIZE.match(model) if isinstance(model, str) else None
+    if m:
+        scale = {"b": 1e9, "m": 1e6, "t": 1e12}[m.group(2).lower()]
+        options.setdefault("params", float(m.group(1)) * scale)
+        d = call("llama-2-7b")
+        d["model"] = model
+        return Result(d)
+    return Result(call(model))
+
+
+def replay(path, alloc_conf=None, capacity=0, device=0, gpu=None, catalog=None):
+    """Replay a torch.cuda.memory._dump_snapshot() pickle (``gpuplan replay --json``).
+
+    With ``alloc_conf`` (PYTORCH_CUDA_ALLOC_CONF) or a device ``capacity``
+    in bytes, the same program runs under other settings (what-if);
+    ``gpu="a100-40gb"`` sets the capacity to the SKU's memory less its CUDA
+    context, as ``gpuplan replay --gpu``.  Releases the GIL.
+    """
+    if not _os.path.exists(path):  # the builtin a Python user catches
+        raise FileNotFoundError(_errno.ENOENT, _os.strerror(_errno.ENOENT), _os.fspath(path))
+    if gpu is not None:
+        cat = catalog if catalog is not None else Catalog()
+        g = cat.find("gpu", gpu)
+        capacity = max(0, g.memory_bytes - g.context_bytes)
+    return Result(_replay(path, alloc_conf, capacity, device))
+
+
+def explain_oom(text):
+    """Read a PyTorch OutOfMemoryError message (``gpuplan explain-oom``)."""
+    return Result(_explain_oom(text))
+
+
+def to_dataframe(results, flatten=True):
+    """A pandas DataFrame of results (needs pandas; ImportError without it).
+
+    ``results`` is a list of Results or dicts (``cat.gpus()``,
+    ``cat.search(...).best``), or one plan result (its components, one row
+    each).  Nested dicts flatten into ``outer.inner`` columns.
+    """
+    import pandas as pd  # imported on demand: pandas is optional
+
+    if isinstance(results, Result) and "worst" in results.keys():
+        return pd.DataFrame(results.worst.to_dict()["components"])
+    if isinstance(results, Result) and "best" in results.keys():
+        results = results.best
+    rows = [r.to_dict() if isinstance(r, Result) else dict(r) for r in results]
+    return pd.json_normalize(rows) if flatten else pd.DataFrame(rows)

@@ -1,0 +1,351 @@
+"""The Python binding: results equal the CLI's --json, errors form a
+hierarchy over the builtins, results pickle, the GIL is released.
+
+Run by CTest with PYTHONPATH at the built package and GPUPLAN_CLI at the
+built `gpuplan` executable; GPUPLAN_TRACES at the real torch snapshots.
+"""
+import json
+import math
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import gpuplan
+
+CLI = os.environ.get("GPUPLAN_CLI", "gpuplan")
+TRACES = os.environ.get("GPUPLAN_TRACES", "")
+
+
+@pytest.fixture(scope="module")
+def cat():
+    with gpuplan.Catalog() as c:
+        yield c
+
+
+def cli_json(*args):
+    out = subprocess.run([CLI, *args, "--json"], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def same(cli, py, path="$", skip=()):
+    """Every key the CLI prints is in the Python result with the same value
+    (numbers to 1e-12 relative: the CLI prints %.15g)."""
+    if isinstance(cli, dict):
+        assert isinstance(py, dict), path
+        for k, v in cli.items():
+            if k in skip:
+                continue
+            assert k in py, "%s.%s missing from the Python result" % (path, k)
+            same(v, py[k], "%s.%s" % (path, k), skip)
+    elif isinstance(cli, list):
+        assert isinstance(py, list) and len(py) == len(cli), path
+        for i, (a, b) in enumerate(zip(cli, py)):
+            same(a, b, "%s[%d]" % (path, i), skip)
+    elif isinstance(cli, float) or isinstance(py, float):
+        assert py is not None and cli is not None, path
+        assert math.isclose(cli, py, rel_tol=1e-12, abs_tol=1e-300), "%s: CLI %r, Python %r" % (path, cli, py)
+    else:
+        assert cli == py, "%s: CLI %r, Python %r" % (path, cli, py)
+
+
+# --- the same answers as the CLI -------------------------------------------
+
+PLAN_CASES = [
+    # the seed ticket: 7B full fine-tune on one A100-40GB, with its fix ladder
+    (["llama-2-7b", "--gpu", "a100-40gb"], ("llama-2-7b", "a100-40gb"), {}),
+    (["7B", "--gpu", "a100-80gb", "--micro-batch", "2"], ("7B", "a100-80gb"), {"micro_batch": 2}),
+    (["llama-2-70b", "--gpu", "h100-sxm5-80gb", "--gpus", "64", "--tp", "8", "--pp", "4",
+      "--sp", "--recompute", "selective", "--per-rank"],
+     ("llama-2-70b", "h100-sxm5-80gb"),
+     {"gpus": 64, "tp": 8, "pp": 4, "sequence_parallel": True, "recompute": "selective", "per_rank": True}),
+    (["llama-2-13b", "--gpu", "a100-80gb", "--gpus", "8", "--zero", "3", "--offload-optimizer"],
+     ("llama-2-13b", "a100-80gb"), {"gpus": 8, "dp_mode": "zero3", "offload_optimizer": True}),
+    (["llama-2-7b", "--gpu", "l4", "--infer", "--batch", "8", "--context", "4096"],
+     ("llama-2-7b", "l4"), {"workload": "infer", "batch": 8, "context_len": 4096}),
+    (["llama-2-7b", "--node", "Standard_ND96asr_v4"], ("llama-2-7b", None), {"node": "Standard_ND96asr_v4"}),
+]
+
+
+@pytest.mark.parametrize("argv,args,kw", PLAN_CASES)
+def test_plan_equals_cli(cat, argv, args, kw):
+    same(cli_json("plan", *argv), cat.plan(*args, **kw).to_dict())
+
+
+def test_perf_equals_cli(cat):
+    # Megatron's GPT-3 175B on 1024 A100-80GB (Narayanan et al. 2021, Table 1 row)
+    cli = cli_json("perf", "gpt3-175b", "--gpu", "a100-80gb", "--gpus", "1024", "--tp", "8", "--pp", "8",
+                   "--global-batch", "1536", "--tokens", "3e11")
+    py = cat.perf("gpt3-175b", "a100-80gb", gpus=1024, tp=8, pp=8, global_batch=1536, tokens=3e11)
+    same(cli, py.to_dict())
+    assert 0.3 < py.mfu < 0.7
+
+
+def test_perf_node_with_price_equals_cli(cat):
+    cli = cli_json("perf", "llama-2-7b", "--node", "Standard_ND96asr_v4", "--nodes", "2", "--zero", "3",
+                   "--global-batch", "64")
+    py = cat.perf("llama-2-7b", node="Standard_ND96asr_v4", nodes=2, dp_mode="zero3", global_batch=64)
+    same(cli, py.to_dict())
+    assert py.cost_per_hour > 0 and py.gpus == 16
+
+
+def test_search_equals_cli(cat):
+    cli = cli_json("search", "gpt3-175b", "--gpu", "a100-80gb", "--gpus", "1024", "--global-batch", "1536",
+                   "--top", "4")
+    py = cat.search("gpt3-175b", "a100-80gb", gpus=1024, global_batch=1536, top=4)
+    same(cli, py.to_dict(), skip=("seconds",))
+    assert py.evaluated == cli["evaluated"] and len(py.best) == 4
+    assert py.best[0].step_s <= py.best[1].step_s
+
+
+def test_simulate_equals_cli(cat):
+    cli = cli_json("simulate", "llama-2-7b", "--gpu", "a100-40gb")
+    py = cat.simulate("llama-2-7b", "a100-40gb")
+    same(cli, py.to_dict())
+    assert py.oom and py.oom_message.startswith("CUDA out of memory. Tried to allocate")
+    cli = cli_json("simulate", "llama-2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--zero", "3",
+                   "--alloc-conf", "expandable_segments:True", "--steps", "3")
+    py = cat.simulate("llama-2-7b", "a100-80gb", gpus=8, dp_mode="zero3",
+                      alloc_conf="expandable_segments:True", steps=3)
+    same(cli, py.to_dict())
+    assert not py.oom and py.steps == 3
+
+
+@pytest.mark.skipif(not TRACES, reason="GPUPLAN_TRACES not set")
+def test_replay_equals_cli():
+    f = os.path.join(TRACES, "cs336-ctx128-forward.pickle")
+    cli = cli_json("replay", f)
+    py = gpuplan.replay(f)
+    same(cli, py.to_dict())
+    assert py.exact and py.peak_reserved_bytes == 19667091456
+    # the lab: 18700 MiB, the default OOMs with 175.86 MiB stranded; expandable fits
+    cli = cli_json("replay", f, "--capacity", "18700")
+    py = gpuplan.replay(f, capacity=18700 * 2**20)
+    same(cli, py.to_dict())
+    assert py.num_ooms == 1 and "175.86 MiB is reserved by PyTorch but unallocated" in py.oom_message
+    py = gpuplan.replay(f, alloc_conf="expandable_segments:True", capacity=18700 * 2**20)
+    assert py.num_ooms == 0
+    same(cli_json("replay", f, "--gpu", "a100-40gb"), gpuplan.replay(f, gpu="a100-40gb").to_dict())
+
+
+def test_explain_oom_equals_cli():
+    msg = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which "
+           "1.20 GiB is free. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB is "
+           "reserved by PyTorch but unallocated.")
+    py = gpuplan.explain_oom(msg)
+    same(cli_json("explain-oom", msg), py.to_dict())
+    assert py.verdict == "fragmentation" and py.tried_bytes == 2 * 2**30
+
+
+def test_catalog_records_equal_cli(cat):
+    cli = cli_json("catalog", "gpus")
+    py = [g.to_dict() for g in cat.gpus()]
+    assert len(py) == len(cli) >= 17
+    for a, b in zip(cli, py):
+        same({k: v for k, v in a.items() if v is not None}, b)
+    assert cat.find("gpu", "H100 SXM").id == "h100-sxm5-80gb"
+    assert len(cat.models()) >= 25 and len(cat.nodes()) >= 15 and len(cat.fabrics()) >= 20
+
+
+# --- hand-checked figures ---------------------------------------------------
+
+def test_seed_ticket_figures(cat):
+    p = cat.plan("7B", "a100-40gb", precision="fp16-mixed", params=7e9)
+    comp = {c.name: c.bytes for c in p.worst.components}
+    # 2 + 2 + 4 + 8 bytes per parameter: 14 + 14 + 28 + 56 GB (the seed article)
+    assert comp["weights"] == 14e9 and comp["gradients"] == 14e9
+    assert comp["master weights"] == 28e9 and comp["optimizer states"] == 56e9
+    assert not p.worst.fits and p.ladder[-1].fits
+    assert not cat.fits("70B", "a100-40gb", gpus=2)
+
+
+# --- errors -------------------------------------------------------------------
+
+def test_exception_hierarchy(cat):
+    assert issubclass(gpuplan.NotFoundError, KeyError) and issubclass(gpuplan.NotFoundError, gpuplan.Error)
+    assert issubclass(gpuplan.AmbiguousError, gpuplan.NotFoundError)
+    assert issubclass(gpuplan.InvalidError, ValueError)
+    assert issubclass(gpuplan.StorageError, OSError)
+    assert issubclass(gpuplan.UnsupportedError, NotImplementedError)
+    assert issubclass(gpuplan.OutOfMemoryError, RuntimeError)
+    with pytest.raises(KeyError) as e:
+        cat.plan("gpt-9", "a100-40gb")
+    assert "gpt-9" in str(e.value) and e.value.errname == "GPUPLAN_ENOTFOUND"
+    with pytest.raises(gpuplan.AmbiguousError) as e:
+        cat.plan("llama-2-7b", "h100-80gb")
+    assert "h100-sxm5-80gb" in str(e.value) and "h100-pcie-80gb" in str(e.value)
+
+
+@pytest.mark.parametrize("kw,field", [
+    ({"micro_batch": -1}, "micro"),
+    ({"tp": 0}, "tp"),
+    ({"gpus": 7, "tp": 2}, "gpus"),
+    ({"gpus": -8}, "gpus"),
+    ({"precision": "fp13"}, "fp13"),
+    ({"dp_mode": "zero4"}, "zero4"),
+    ({"seq_len": 10**15}, "seq"),
+    ({"workload": "serve"}, "workload"),
+])
+def test_bad_options_name_the_field(cat, kw, field):
+    with pytest.raises(ValueError) as e:
+        cat.plan("llama-2-7b", "a100-40gb", **kw)
+    assert field in str(e.value)
+
+
+def test_bad_calls(cat):
+    with pytest.raises(TypeError):
+        cat.plan("llama-2-7b", "a100-40gb", colour="blue")
+    with pytest.raises(TypeError):
+        cat.plan("llama-2-7b", "a100-40gb", tp="8")
+    with pytest.raises(OverflowError):
+        cat.plan("llama-2-7b", "a100-40gb", tp=2**80)
+    with pytest.raises(ValueError, match="global_batch"):
+        cat.search("llama-2-7b", "a100-40gb", gpus=8)
+    with pytest.raises(ValueError, match="objective"):
+        cat.search("llama-2-7b", "a100-40gb", gpus=8, global_batch=8, objective="vibes")
+    with pytest.raises(ValueError, match="gpu"):
+        cat.plan("llama-2-7b")
+    with pytest.raises(ValueError, match="steps"):
+        cat.simulate("llama-2-7b", "a100-40gb", steps=0)
+    with pytest.raises(OSError):
+        gpuplan.replay("/nonexistent/snapshot.pickle")
+    with pytest.raises(ValueError):
+        gpuplan.explain_oom("the GPU is sad")
+
+
+def test_bad_snapshot_names_the_problem(tmp_path):
+    f = tmp_path / "bad.pickle"
+    f.write_bytes(b"\x80\x04\x95 not a snapshot")
+    with pytest.raises(gpuplan.Error) as e:
+        gpuplan.replay(f)
+    assert "bad.pickle" in str(e.value) or "pickle" in str(e.value)
+
+
+def test_closed_catalog():
+    c = gpuplan.Catalog()
+    c.close()
+    c.close()  # idempotent
+    with pytest.raises(gpuplan.Error, match="closed"):
+        c.plan("llama-2-7b", "a100-40gb")
+
+
+def test_missing_catalog_file(tmp_path):
+    with pytest.raises(gpuplan.Error):
+        gpuplan.Catalog(path=str(tmp_path / "none.sqlite"))
+
+
+# --- values: attributes, read-only, pickle ---------------------------------------
+
+def test_results_are_values(cat):
+    p = cat.plan("llama-2-7b", "a100-40gb")
+    assert p.worst.total_bytes == p["worst"]["total_bytes"] == p.to_dict()["worst"]["total_bytes"]
+    with pytest.raises(AttributeError):
+        p.worst = None
+    with pytest.raises(AttributeError):
+        p.no_such_field
+    for proto in range(pickle.HIGHEST_PROTOCOL + 1):
+        q = pickle.loads(pickle.dumps(p, protocol=proto))
+        assert q == p and q.ladder[0].change == p.ladder[0].change
+    s = cat.search("gpt3-175b", "a100-80gb", gpus=1024, global_batch=1536, top=2)
+    assert pickle.loads(pickle.dumps(s)) == s
+    json.dumps(p.to_dict())  # plain data
+    with pytest.raises(TypeError, match="pickle"):
+        pickle.dumps(cat)
+
+
+def test_to_dataframe(cat):
+    pd = pytest.importorskip("pandas")
+    df = gpuplan.to_dataframe(cat.gpus())
+    assert len(df) >= 17 and "memory_bytes" in df.columns
+    comps = gpuplan.to_dataframe(cat.plan("llama-2-7b", "a100-40gb"))
+    assert list(comps.columns) == ["name", "bytes", "formula"]
+    assert comps["bytes"].sum() == cat.plan("llama-2-7b", "a100-40gb").worst.total_bytes
+    best = gpuplan.to_dataframe(cat.search("gpt3-175b", "a100-80gb", gpus=1024, global_batch=1536))
+    assert "perf.step_s" in best.columns and isinstance(best, pd.DataFrame)
+
+
+# --- threads and the GIL ----------------------------------------------------------
+
+def test_second_thread_progresses_during_search(cat):
+    """With a long switch interval, the counting thread only runs while
+    the caller is inside C if the binding releases the GIL."""
+    count = [0]
+    stop = threading.Event()
+    started = threading.Event()
+
+    def spin():
+        started.set()
+        while not stop.is_set():
+            count[0] += 1
+
+    old = sys.getswitchinterval()
+    t = threading.Thread(target=spin)
+    t.start()
+    started.wait()
+    try:
+        sys.setswitchinterval(0.5)
+        # control: a C call that keeps the GIL (sum over a range, ~30 ms)
+        # lets the counter make no progress at all.  Each measurement starts
+        # right after a sleep: this thread then holds the GIL with a fresh
+        # switch interval, so only a release inside the call lets the
+        # counter run.
+        time.sleep(0.001)
+        before = count[0]
+        sum(range(3 * 10**6))
+        held = count[0] - before
+        progressed = []
+        # a search takes ~0.5 ms: on a loaded machine the counting thread
+        # may not be scheduled within one, so try up to 200; holding the
+        # GIL would give 0 every time
+        for _ in range(200):
+            time.sleep(0.001)
+            before = count[0]
+            cat.search("llama-2-70b", "h100-sxm5-80gb", gpus=16384, global_batch=16384, top=10)
+            progressed.append(count[0] - before)
+            if progressed[-1] > 0:
+                break
+        replay_progress = 0
+        for _ in range(10 if TRACES else 0):
+            time.sleep(0.001)
+            before = count[0]
+            gpuplan.replay(os.path.join(TRACES, "cs336-ctx128-forward.pickle"))
+            replay_progress = count[0] - before
+            if replay_progress:
+                break
+    finally:
+        sys.setswitchinterval(old)
+        stop.set()
+        t.join()
+    assert held == 0, held
+    assert max(progressed) > 0, "the counting thread never ran during %d searches" % len(progressed)
+    if TRACES:
+        assert replay_progress > 0
+
+
+def test_threads_share_one_catalog(cat):
+    want = cat.plan("llama-2-13b", "a100-80gb", gpus=8, dp_mode="zero2").to_dict()
+    got, errors = [], []
+
+    def work():
+        try:
+            for _ in range(50):
+                got.append(cat.plan("llama-2-13b", "a100-80gb", gpus=8, dp_mode="zero2").to_dict())
+                cat.search("gpt3-175b", "a100-80gb", gpus=1024, global_batch=1536, top=1)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors and len(got) == 200 and all(g == want for g in got)
+
+
+def test_version():
+    out = subprocess.run([CLI, "--version"], capture_output=True, text=True).stdout
+    assert gpuplan.__version__ in out
