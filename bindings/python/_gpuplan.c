@@ -54,8 +54,8 @@ static PyObject *raise_code(modstate *st, int rc, const char *msg) {
   if (!exc) return NULL;
   {
     PyObject *code = PyLong_FromLong(rc), *name = PyUnicode_FromString(gpuplan_errname(rc));
-    if (!code || !name || PyObject_SetAttrString(exc, "code", code) < 0 ||
-        PyObject_SetAttrString(exc, "errname", name) < 0) {
+    if (!code || !name || PyObject_SetAttrString(exc, "gpuplan_errcode", code) < 0 ||
+        PyObject_SetAttrString(exc, "gpuplan_errname", name) < 0) {
       Py_XDECREF(code);
       Py_XDECREF(name);
       Py_DECREF(exc);
@@ -254,7 +254,8 @@ static PyObject *Catalog_find(CatalogObject *self, PyObject *args) {
   return res;
 }
 
-/* Memory options from keyword arguments (names as in gpuplan_memory_options). */
+/* Memory options from keyword arguments, by the library's option names
+ * (gpuplan_option_kind); keys in extra belong to the caller. */
 static int options_from(CatalogObject *self, modstate *st, PyObject *kw, gpuplan_memory_options *o,
                         const char *const *extra) {
   gpuplan_memory_options d = GPUPLAN_MEMORY_OPTIONS_INIT;
@@ -264,71 +265,53 @@ static int options_from(CatalogObject *self, modstate *st, PyObject *kw, gpuplan
   if (!kw) return 0;
   while (PyDict_Next(kw, &pos, &key, &val)) {
     const char *k = PyUnicode_AsUTF8(key);
-    int64_t *ip = NULL;
-    int *bp = NULL;
-    const char *enum_kind = NULL;
-    int *ep = NULL;
     size_t i;
-    int skip = 0;
+    int skip = 0, rc = GPUPLAN_OK;
     if (!k) return -1;
     for (i = 0; extra && extra[i]; i++)
       if (strcmp(k, extra[i]) == 0) skip = 1;
     if (skip) continue;
-#define I(name) else if (strcmp(k, #name) == 0) ip = &o->name
-#define B(name) else if (strcmp(k, #name) == 0) bp = &o->name
-#define E(name, what) else if (strcmp(k, #name) == 0) enum_kind = what, ep = (int *)&o->name
-    if (0) {}
-    I(tp); I(pp); I(dp); I(cp); I(ep); I(vpp); I(shard_group); I(first_stage_layers); I(last_stage_layers);
-    I(micro_batch); I(seq_len); I(microbatches); I(prefetch); I(bucket_bytes); I(group_size);
-    I(context_len); I(batch); I(block_tokens); I(context_bytes); I(nccl_bytes); I(workspace_bytes);
-    B(sequence_parallel); B(flash_attention); B(dropout); B(offload_optimizer); B(offload_params); B(paged);
-    E(precision, "precision"); E(optimizer, "optimizer"); E(recompute, "recompute"); E(dp_mode, "dp");
-    E(schedule, "schedule"); E(convention, "convention"); E(weight_dtype, "dtype"); E(kv_dtype, "dtype");
-    else if (strcmp(k, "grad_bytes") == 0) {
-      long v = PyLong_AsLong(val);
-      if (v == -1 && PyErr_Occurred()) return -1;
-      o->grad_bytes = (int)v;
-      continue;
-    } else if (strcmp(k, "params") == 0) {
-      double v = PyFloat_AsDouble(val);
-      if (v == -1 && PyErr_Occurred()) return -1;
-      o->params_override = v;
-      continue;
-    } else if (strcmp(k, "workload") == 0) {
-      const char *s = PyUnicode_AsUTF8(val);
-      if (!s) return -1;
-      if (strcmp(s, "train") == 0) o->workload = GPUPLAN_TRAIN;
-      else if (strcmp(s, "infer") == 0) o->workload = GPUPLAN_INFER;
-      else {
-        PyErr_Format(st->InvalidError, "workload: '%s' is not train or infer", s);
+    switch (gpuplan_option_kind(k)) {
+    case GPUPLAN_OPTION_INT: {
+      long long v;
+      if (!PyLong_Check(val)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected an int, got %.80s", k, Py_TYPE(val)->tp_name);
         return -1;
       }
-      continue;
-    } else {
+      v = PyLong_AsLongLong(val);
+      if (v == -1 && PyErr_Occurred()) return -1;
+      rc = gpuplan_option_set_int(self->ctx, o, k, v);
+      break;
+    }
+    case GPUPLAN_OPTION_BOOL: {
+      int v = PyObject_IsTrue(val);
+      if (v < 0) return -1;
+      rc = gpuplan_option_set_int(self->ctx, o, k, v);
+      break;
+    }
+    case GPUPLAN_OPTION_REAL: {
+      double v = PyFloat_AsDouble(val);
+      if (v == -1 && PyErr_Occurred()) return -1;
+      rc = gpuplan_option_set_real(self->ctx, o, k, v);
+      break;
+    }
+    case GPUPLAN_OPTION_ENUM: {
+      const char *v;
+      if (!PyUnicode_Check(val)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a str, got %.80s", k, Py_TYPE(val)->tp_name);
+        return -1;
+      }
+      if (!(v = PyUnicode_AsUTF8(val))) return -1;
+      rc = gpuplan_option_set_string(self->ctx, o, k, v);
+      break;
+    }
+    default:
       PyErr_Format(PyExc_TypeError, "unexpected keyword argument '%s'", k);
       return -1;
     }
-#undef I
-#undef B
-#undef E
-    if (ip) {
-      long long v = PyLong_AsLongLong(val);
-      if (v == -1 && PyErr_Occurred()) return -1;
-      *ip = v;
-    } else if (bp) {
-      int v = PyObject_IsTrue(val);
-      if (v < 0) return -1;
-      *bp = v;
-    } else if (ep) {
-      const char *s = PyUnicode_AsUTF8(val);
-      int r;
-      if (!s) return -1;
-      r = gpuplan_enum_parse(self->ctx, enum_kind, s);
-      if (r < 0) {
-        raise_code(st, r, gpuplan_errmsg(self->ctx));
-        return -1;
-      }
-      *ep = r;
+    if (rc) {
+      raise_code(st, rc, gpuplan_errmsg(self->ctx));
+      return -1;
     }
   }
   return 0;

@@ -174,7 +174,7 @@ def test_exception_hierarchy(cat):
     assert issubclass(gpuplan.OutOfMemoryError, RuntimeError)
     with pytest.raises(KeyError) as e:
         cat.plan("gpt-9", "a100-40gb")
-    assert "gpt-9" in str(e.value) and e.value.errname == "GPUPLAN_ENOTFOUND"
+    assert "gpt-9" in str(e.value) and e.value.gpuplan_errname == "GPUPLAN_ENOTFOUND" and e.value.gpuplan_errcode < 0
     with pytest.raises(gpuplan.AmbiguousError) as e:
         cat.plan("llama-2-7b", "h100-80gb")
     assert "h100-sxm5-80gb" in str(e.value) and "h100-pcie-80gb" in str(e.value)

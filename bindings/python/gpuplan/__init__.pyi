@@ -4,8 +4,8 @@ from typing import Any, Iterable, Optional, Union
 __version__: str
 
 class Error(Exception):
-    code: int
-    errname: str
+    gpuplan_errcode: int
+    gpuplan_errname: str
 class NotFoundError(Error, KeyError): ...
 class AmbiguousError(NotFoundError): ...
 class InvalidError(Error, ValueError): ...

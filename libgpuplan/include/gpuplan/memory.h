@@ -270,6 +270,39 @@ GPUPLAN_API const char *gpuplan_dtype_name(gpuplan_dtype d);
 GPUPLAN_API int gpuplan_enum_parse(gpuplan_ctx *ctx, const char *what,
                                    const char *name);
 
+/** Types of named options (gpuplan_option_type). */
+typedef enum gpuplan_option_type {
+  GPUPLAN_OPTION_INT = 0,  /**< an integer (degrees, sizes, bytes; -1 = default where documented) */
+  GPUPLAN_OPTION_BOOL,     /**< 0 or 1; as a string true/false, yes/no, 1/0 */
+  GPUPLAN_OPTION_REAL,     /**< a real number ("params": parameters to scale the model to) */
+  GPUPLAN_OPTION_ENUM      /**< a name: "bf16-mixed", "zero3", "train", ... (gpuplan_enum_parse) */
+} gpuplan_option_type;
+
+/**
+ * Memory options by name, so bindings and configuration files share one
+ * parser.  Names are the fields of gpuplan_memory_options ("tp",
+ * "micro_batch", "precision", "dp_mode", "kv_dtype", "flash_attention",
+ * ...), with "params" for params_override and "workload" ("train" or
+ * "infer").  Types are checked here, ranges by gpuplan_memory_eval.
+ *
+ * gpuplan_option_name(i): the i-th name, NULL past the last (static strings).
+ * gpuplan_option_kind(name): its gpuplan_option_type, or -1 if unknown.
+ * gpuplan_option_set_int/real/string: set one option; an integral real
+ *   sets an INT or BOOL option, a string sets any (numbers parsed).
+ * @return GPUPLAN_OK; GPUPLAN_ENOTFOUND for an unknown name; GPUPLAN_EINVAL
+ *         for a value of the wrong type (the message names the option);
+ *         GPUPLAN_EMISUSE for NULL options.
+ * @errors any  @threads ctx (the name functions: any thread)  @since 0.1.0
+ */
+GPUPLAN_API const char *gpuplan_option_name(size_t i);
+GPUPLAN_API int gpuplan_option_kind(const char *name);
+GPUPLAN_API int gpuplan_option_set_int(gpuplan_ctx *ctx, gpuplan_memory_options *o,
+                                       const char *name, int64_t value);
+GPUPLAN_API int gpuplan_option_set_real(gpuplan_ctx *ctx, gpuplan_memory_options *o,
+                                        const char *name, double value);
+GPUPLAN_API int gpuplan_option_set_string(gpuplan_ctx *ctx, gpuplan_memory_options *o,
+                                          const char *name, const char *value);
+
 GPUPLAN_END_DECLS
 
 #endif /* GPUPLAN_MEMORY_H */
