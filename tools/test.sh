@@ -8,7 +8,7 @@ tools/setup.sh --test
 jobs=$(nproc)
 
 echo "== build (RelWithDebInfo) =="
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUPLAN_BUILD_TESTS=ON -DGPUPLAN_BUILD_PYTHON=ON >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUPLAN_BUILD_TESTS=ON -DGPUPLAN_BUILD_PYTHON=ON -DGPUPLAN_BUILD_LUA=ON >/dev/null
 cmake --build build -j"$jobs" >/dev/null
 echo "== tests =="
 (cd build && ctest --output-on-failure -j"$jobs")

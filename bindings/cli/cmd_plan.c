@@ -83,18 +83,6 @@ static int enum_opt(cli *c, const char *what, const char *v, int *out) {
 }
 
 /* "7B", "1.5b", "350M": a generic decoder of that size. */
-static int parse_size(const char *s, double *params) {
-  char *end;
-  double v = strtod(s, &end);
-  if (end == s || v <= 0) return 0;
-  if ((*end == 'B' || *end == 'b') && !end[1]) v *= 1e9;
-  else if ((*end == 'M' || *end == 'm') && !end[1]) v *= 1e6;
-  else if ((*end == 'T' || *end == 't') && !end[1]) v *= 1e12;
-  else return 0;
-  *params = v;
-  return 1;
-}
-
 static double gib(uint64_t b) { return (double)b / 1073741824.0; }
 static double gb(uint64_t b) { return (double)b / 1e9; }
 
@@ -440,7 +428,7 @@ static int search_across(cli *c, const char *model_name, gpuplan_memory_options 
   if ((rc = cli_catalog(c))) return rc;
   if (!(tokens > 0) || !(days > 0) || G < 1)
     return cli_fail(c, EXIT_USAGE, "search --across: needs --tokens D, --days T and --global-batch B");
-  if (parse_size(model_name, &size)) {
+  if (gpuplan_parse_size(model_name, &size)) {
     if ((rc = gpuplan_catalog_model(c->cat, "llama-2-7b", &m))) return cli_lib_fail(c, rc);
     inline_model = *m;
     m = &inline_model;
@@ -706,7 +694,7 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
   if (gpu_name && node_name) return cli_fail(c, EXIT_USAGE, "plan: give --gpu or --node, not both");
   if ((rc = cli_catalog(c))) return rc;
 
-  if (parse_size(model_name, &size)) {
+  if (gpuplan_parse_size(model_name, &size)) {
     if ((rc = gpuplan_catalog_model(c->cat, "llama-2-7b", &m))) return cli_lib_fail(c, rc);
     inline_model = *m;
     m = &inline_model;

@@ -419,6 +419,7 @@ typedef struct job {
   gpuplan_gpu node_gpu; /* the node's GPU with its visible memory (vGPU slices) */
   int64_t gpus, nodes, per_node;
   gpuplan_memory_options o;
+  const char *model_name; /* as given: a catalog name or a size ("7B") */
 } job;
 
 static int64_t kw_int(PyObject *kw, const char *key, int64_t dflt) {
@@ -442,13 +443,21 @@ static int job_from(CatalogObject *self, modstate *st, const char *model, const 
   int dp_given = kw && PyDict_GetItemString(kw, "dp") != NULL;
   int rc;
   int64_t per;
+  double size;
   memset(j, 0, sizeof *j);
   j->gpus = kw_int(kw, "gpus", 0);
   j->nodes = kw_int(kw, "nodes", 1);
   j->per_node = kw_int(kw, "per_node", 8);
   if (PyErr_Occurred()) return -1;
   if (options_from(self, st, kw, &j->o, extra)) return -1;
+  j->model_name = model;
+  if (gpuplan_parse_size(model, &size)) {
+    /* "7B": Llama-2-7B's shape scaled to that many parameters, as the CLI */
+    if (!(kw && PyDict_GetItemString(kw, "params"))) j->o.params_override = size;
+    model = "llama-2-7b";
+  }
   if ((rc = gpuplan_catalog_model(self->cat, model, &j->m))) goto lib_fail;
+  if (j->model_name == model) j->model_name = j->m->id; /* canonical id, as the CLI */
   if (nodev && nodev != Py_None) {
     const char *s = PyUnicode_AsUTF8(nodev);
     if (!s) return -1;
@@ -518,10 +527,10 @@ static int cluster_of(CatalogObject *self, modstate *st, const job *j, gpuplan_c
 }
 
 /* The head of every job result: model, params, gpu, gpus, workload, options. */
-static PyObject *job_head(const job *j, const char *model_name, double params) {
+static PyObject *job_head(const job *j, double params) {
   PyObject *d = PyDict_New();
   if (!d) return NULL;
-  if (dset(d, "model", str(model_name)) || dset(d, "params", num(params)) || dset(d, "gpu", str(j->g->id)) ||
+  if (dset(d, "model", str(j->model_name)) || dset(d, "params", num(params)) || dset(d, "gpu", str(j->g->id)) ||
       dset(d, "gpus", i64(j->gpus)) ||
       dset(d, "workload", str(j->o.workload == GPUPLAN_TRAIN ? "train" : "infer")) ||
       dset(d, "options", options_dict(&j->o, j->m))) {
@@ -557,7 +566,7 @@ static PyObject *Catalog_plan(CatalogObject *self, PyObject *args, PyObject *kw)
     raise_code(st, rc, gpuplan_errmsg(self->ctx));
     goto done;
   }
-  if (!(d = job_head(&j, j.m->id, worst.params_total)) || dset(d, "worst", memory_dict(&worst))) goto fail;
+  if (!(d = job_head(&j, worst.params_total)) || dset(d, "worst", memory_dict(&worst))) goto fail;
   if (per_rank) {
     int64_t s;
     if (!(stages = PyList_New(0))) goto fail;

@@ -16,7 +16,6 @@ Every result has the keys of the matching ``gpuplan ... --json`` document.
 """
 import errno as _errno
 import os as _os
-import re as _re
 from ._gpuplan import (  # noqa: F401
     AmbiguousError,
     CatalogError,
@@ -168,7 +167,7 @@ class Catalog:
         Extra keywords: ``max_gpus`` (GPUs the ladder may use), ``per_rank``
         (adds ``stages``: every pipeline stage).
         """
-        return _sized(model, options, lambda m: self._c.plan(m, gpu, **options))
+        return Result(self._c.plan(model, gpu, **options))
 
     def fits(self, model, gpu=None, **options):
         """True when the worst rank fits in the GPU's memory."""
@@ -180,7 +179,7 @@ class Catalog:
         Extra keywords: ``global_batch`` (sequences per step), ``tokens``
         (training tokens, for time and cost to train).
         """
-        return _sized(model, options, lambda m: self._c.perf(m, gpu, **options))
+        return Result(self._c.perf(model, gpu, **options))
 
     def search(self, model, gpu=None, **options):
         """The best layouts for a cluster, best first (``gpuplan search --json``).
@@ -188,7 +187,7 @@ class Catalog:
         Needs ``global_batch``; ``top`` (1..100, default 5) and ``objective``
         ("time" or "cost").  Releases the GIL for the whole search.
         """
-        return _sized(model, options, lambda m: self._c.search(m, gpu, **options))
+        return Result(self._c.search(model, gpu, **options))
 
     def simulate(self, model, gpu=None, **options):
         """Training steps through the caching-allocator model (``gpuplan simulate --json``).
@@ -197,22 +196,7 @@ class Catalog:
         ``keep_grads``, ``snapshot`` (write a torch memory snapshot pickle),
         ``other_procs`` (bytes other processes hold on the GPU).
         """
-        return _sized(model, options, lambda m: self._c.simulate(m, gpu, **options))
-
-
-_SIZE = _re.compile(r"^([0-9]+(?:\.[0-9]*)?)([bBmMtT])$")
-
-
-def _sized(model, options, call):
-    """Run call(model); a size such as "7B" becomes Llama-2-7B's shape scaled."""
-    m = _SIZE.match(model) if isinstance(model, str) else None
-    if m:
-        scale = {"b": 1e9, "m": 1e6, "t": 1e12}[m.group(2).lower()]
-        options.setdefault("params", float(m.group(1)) * scale)
-        d = call("llama-2-7b")
-        d["model"] = model
-        return Result(d)
-    return Result(call(model))
+        return Result(self._c.simulate(model, gpu, **options))
 
 
 def replay(path, alloc_conf=None, capacity=0, device=0, gpu=None, catalog=None):

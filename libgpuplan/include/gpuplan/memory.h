@@ -303,6 +303,15 @@ GPUPLAN_API int gpuplan_option_set_real(gpuplan_ctx *ctx, gpuplan_memory_options
 GPUPLAN_API int gpuplan_option_set_string(gpuplan_ctx *ctx, gpuplan_memory_options *o,
                                           const char *name, const char *value);
 
+/**
+ * A model size such as "7B", "1.3b", "350M" or "1T": 1 and *params set, or
+ * 0 when s is not a size (then it is a catalog name).  Tools plan such a
+ * size as Llama-2-7B's shape scaled to exactly that many parameters
+ * (options.params_override), as `gpuplan plan 7B` does.
+ * @threads any  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_parse_size(const char *s, double *params);
+
 GPUPLAN_END_DECLS
 
 #endif /* GPUPLAN_MEMORY_H */

@@ -177,3 +177,19 @@ int gpuplan_option_set_string(gpuplan_ctx *ctx, gpuplan_memory_options *o, const
   }
   return unknown(ctx, name);
 }
+
+int gpuplan_parse_size(const char *s, double *params) {
+  char *end;
+  double v;
+  if (!s || !params) return 0;
+  v = strtod(s, &end);
+  if (end == s || !(v > 0) || !(v < 1e16) || !end[0] || end[1]) return 0;
+  switch (*end) {
+  case 'B': case 'b': v *= 1e9; break;
+  case 'M': case 'm': v *= 1e6; break;
+  case 'T': case 't': v *= 1e12; break;
+  default: return 0;
+  }
+  *params = v;
+  return 1;
+}

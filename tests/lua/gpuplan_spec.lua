@@ -1,0 +1,235 @@
+-- The Lua binding: results equal the CLI's --json, the error convention
+-- (misuse raises; run-time failures return nil, message, code), handles.
+local gpuplan = require "gpuplan"
+local H = require "helper"
+
+local GiB = 1073741824
+local unpack = unpack or table.unpack
+
+describe("gpuplan (Lua " .. (jit and jit.version or _VERSION) .. ")", function()
+  local cat
+
+  setup(function() cat = assert(gpuplan.open()) end)
+  teardown(function() cat:close() end)
+
+  it("carries the library version", function()
+    assert.is_string(gpuplan._VERSION)
+    local p = assert(io.popen("'" .. H.CLI .. "' --version"))
+    local v = p:read("*a")
+    p:close()
+    assert.truthy(v:find(gpuplan._VERSION, 1, true))
+  end)
+
+  describe("catalog", function()
+    it("finds records by id, name and alias, as the CLI", function()
+      local g = assert(cat:find("gpu", "H100 SXM"))
+      assert.equal("h100-sxm5-80gb", g.id)
+      H.same(H.cli_json("catalog", "show", "h100-sxm5-80gb").record, g)
+      local n = assert(cat:find("node", "Standard_ND96asr_v4"))
+      assert.equal(8, n.gpu_count)
+    end)
+
+    it("lists every kind", function()
+      assert.is_true(#cat:list("gpus") >= 17)
+      assert.is_true(#cat:list("models") >= 25)
+      assert.is_true(#cat:list("nodes") >= 15)
+      assert.is_true(#cat:list("fabrics") >= 20)
+      local cli = H.cli_json("catalog", "gpus")
+      local got = cat:list("gpus")
+      assert.equal(#cli, #got)
+      for i = 1, #cli do H.same(cli[i], got[i]) end
+    end)
+
+    it("returns nil, message, code for unknown and ambiguous names", function()
+      local r, msg, code = cat:find("gpu", "a100-9000")
+      assert.is_nil(r)
+      assert.truthy(msg:find("a100-9000", 1, true))
+      assert.equal("GPUPLAN_ENOTFOUND", code)
+      r, msg, code = cat:find("gpu", "h100-80gb")
+      assert.is_nil(r)
+      assert.equal("GPUPLAN_EAMBIGUOUS", code)
+      assert.truthy(msg:find("h100-sxm5-80gb", 1, true))
+    end)
+  end)
+
+  describe("plan", function()
+    local cases = {
+      { { "llama-2-7b", "--gpu", "a100-40gb" }, "llama-2-7b", "a100-40gb", nil },
+      { { "13B", "--gpu", "a100-80gb", "--micro-batch", "2" }, "13B", "a100-80gb", { micro_batch = 2 } },
+      { { "llama-2-70b", "--gpu", "h100-sxm5-80gb", "--gpus", "64", "--tp", "8", "--pp", "4", "--sp",
+          "--recompute", "selective", "--per-rank" }, "llama-2-70b", "h100-sxm5-80gb",
+        { gpus = 64, tp = 8, pp = 4, sequence_parallel = true, recompute = "selective", per_rank = true } },
+      { { "llama-2-13b", "--gpu", "a100-80gb", "--gpus", "8", "--zero", "3", "--offload-optimizer" },
+        "llama-2-13b", "a100-80gb", { gpus = 8, dp_mode = "zero3", offload_optimizer = true } },
+      { { "llama-2-7b", "--gpu", "l4", "--infer", "--batch", "8", "--context", "4096" }, "llama-2-7b", "l4",
+        { workload = "infer", batch = 8, context_len = 4096 } },
+      { { "llama-2-7b", "--node", "Standard_ND96asr_v4" }, "llama-2-7b", nil, { node = "Standard_ND96asr_v4" } },
+    }
+    for i, c in ipairs(cases) do
+      it("equals gpuplan plan --json (case " .. i .. ": " .. table.concat(c[1], " ") .. ")", function()
+        local got = assert(cat:plan(c[2], c[3], c[4]))
+        H.same(H.cli_json("plan", unpack(c[1])), got)
+      end)
+    end
+
+    it("gives the seed ticket's 14 + 14 + 28 + 56 GB", function()
+      local p = assert(cat:plan("7B", "a100-40gb", { precision = "fp16-mixed" }))
+      local by = {}
+      for _, comp in ipairs(p.worst.components) do by[comp.name] = comp.bytes end
+      assert.equal(14e9, by["weights"])
+      assert.equal(14e9, by["gradients"])
+      assert.equal(28e9, by["master weights"])
+      assert.equal(56e9, by["optimizer states"])
+      assert.is_false(p.worst.fits)
+      assert.is_true(p.ladder[#p.ladder].fits)
+    end)
+
+    it("fits() answers the question directly", function()
+      local ok, p = cat:fits("llama-2-7b", "a100-80gb", { gpus = 8, dp_mode = "zero3" })
+      assert.is_true(ok)
+      assert.is_true(p.worst.total_bytes < 80 * GiB)
+      ok, p = cat:fits("llama-2-70b", "a100-40gb", { gpus = 2 })
+      assert.is_false(ok)
+      assert.is_true(p.worst.total_bytes > 1000 * GiB)
+    end)
+
+    it("returns nil, message, code for bad values, naming the field", function()
+      local bad = {
+        { { micro_batch = -1 }, "micro" }, { { tp = 0 }, "tp" }, { { gpus = 7, tp = 2 }, "gpus" },
+        { { precision = "fp13" }, "precision" }, { { dp_mode = "zero4" }, "dp_mode" },
+        { { seq_len = 1e15 }, "seq" }, { { workload = "serve" }, "workload" },
+      }
+      for _, b in ipairs(bad) do
+        local r, msg, code = cat:plan("llama-2-7b", "a100-40gb", b[1])
+        assert.is_nil(r)
+        assert.truthy(msg:find(b[2], 1, true), msg)
+        assert.equal("GPUPLAN_EINVAL", code)
+      end
+      local r, msg, code = cat:plan("gpt-9", "a100-40gb")
+      assert.is_nil(r)
+      assert.equal("GPUPLAN_ENOTFOUND", code)
+      assert.truthy(msg:find("gpt-9", 1, true))
+    end)
+
+    it("raises on misuse: unknown options, wrong types, missing arguments", function()
+      assert.has_error(function() cat:plan("llama-2-7b", "a100-40gb", { colour = "blue" }) end)
+      assert.has_error(function() cat:plan("llama-2-7b", "a100-40gb", { tp = "8" }) end)
+      assert.has_error(function() cat:plan("llama-2-7b", "a100-40gb", { flash_attention = 1 }) end)
+      assert.has_error(function() cat:plan("llama-2-7b", "a100-40gb", 42) end)
+      assert.has_error(function() cat:plan("llama-2-7b") end)
+      assert.has_error(function() cat:plan() end)
+      assert.has_error(function() cat.plan({}, "llama-2-7b", "a100-40gb") end)
+    end)
+  end)
+
+  describe("perf and search", function()
+    it("perf equals gpuplan perf --json (GPT-3 175B on 1024 A100)", function()
+      local got = assert(cat:perf("gpt3-175b", "a100-80gb",
+        { gpus = 1024, tp = 8, pp = 8, global_batch = 1536, tokens = 3e11 }))
+      H.same(H.cli_json("perf", "gpt3-175b", "--gpu", "a100-80gb", "--gpus", "1024", "--tp", "8", "--pp", "8",
+        "--global-batch", "1536", "--tokens", "3e11"), got)
+      assert.is_true(got.mfu > 0.3 and got.mfu < 0.7)
+    end)
+
+    it("perf on a priced node equals the CLI", function()
+      local got = assert(cat:perf("llama-2-7b", nil,
+        { node = "Standard_ND96asr_v4", nodes = 2, dp_mode = "zero3", global_batch = 64 }))
+      H.same(H.cli_json("perf", "llama-2-7b", "--node", "Standard_ND96asr_v4", "--nodes", "2", "--zero", "3",
+        "--global-batch", "64"), got)
+      assert.is_true(got.cost_per_hour > 0)
+    end)
+
+    it("search equals gpuplan search --json", function()
+      local got = assert(cat:search("gpt3-175b", "a100-80gb", { gpus = 1024, global_batch = 1536, top = 4 }))
+      H.same(H.cli_json("search", "gpt3-175b", "--gpu", "a100-80gb", "--gpus", "1024", "--global-batch", "1536",
+        "--top", "4"), got, nil, { seconds = true })
+      assert.equal(4, #got.best)
+      assert.is_true(got.best[1].step_s <= got.best[2].step_s)
+    end)
+
+    it("search needs a global batch", function()
+      assert.has_error(function() cat:search("gpt3-175b", "a100-80gb", { gpus = 8 }) end)
+    end)
+  end)
+
+  describe("simulate, replay, explain_oom", function()
+    it("simulate equals gpuplan simulate --json", function()
+      local got = assert(cat:simulate("llama-2-7b", "a100-40gb"))
+      H.same(H.cli_json("simulate", "llama-2-7b", "--gpu", "a100-40gb"), got)
+      assert.is_true(got.oom)
+      assert.truthy(got.oom_message:find("^CUDA out of memory%. Tried to allocate"))
+      got = assert(cat:simulate("llama-2-7b", "a100-80gb",
+        { gpus = 8, dp_mode = "zero3", alloc_conf = "expandable_segments:True", steps = 3 }))
+      H.same(H.cli_json("simulate", "llama-2-7b", "--gpu", "a100-80gb", "--gpus", "8", "--zero", "3",
+        "--alloc-conf", "expandable_segments:True", "--steps", "3"), got)
+      assert.is_false(got.oom)
+    end)
+
+    it("replay of a real snapshot equals gpuplan replay --json", function()
+      if not H.TRACES then pending("GPUPLAN_TRACES not set") return end
+      local f = H.TRACES .. "/cs336-ctx128-forward.pickle"
+      local got = assert(gpuplan.replay(f))
+      H.same(H.cli_json("replay", f), got)
+      assert.is_true(got.exact)
+      got = assert(gpuplan.replay(f, { capacity = 18700 * 1048576 }))
+      H.same(H.cli_json("replay", f, "--capacity", "18700"), got)
+      assert.equal(1, got.num_ooms)
+      assert.truthy(got.oom_message:find("175.86 MiB is reserved by PyTorch but unallocated", 1, true))
+      got = assert(gpuplan.replay(f, { capacity = 18700 * 1048576, alloc_conf = "expandable_segments:True" }))
+      assert.equal(0, got.num_ooms)
+      local r, msg, code = gpuplan.replay("/nonexistent.pickle")
+      assert.is_nil(r)
+      assert.truthy(msg:find("nonexistent", 1, true))
+      assert.is_string(code)
+    end)
+
+    it("explain_oom equals gpuplan explain-oom --json", function()
+      local text = "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB " ..
+        "of which 1.20 GiB is free. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB " ..
+        "is reserved by PyTorch but unallocated."
+      local got = assert(gpuplan.explain_oom(text))
+      H.same(H.cli_json("explain-oom", text), got)
+      assert.equal("fragmentation", got.verdict)
+      local r, _, code = gpuplan.explain_oom("the GPU is sad")
+      assert.is_nil(r)
+      assert.equal("GPUPLAN_EINVAL", code)
+    end)
+  end)
+
+  describe("handles", function()
+    it("close is idempotent; methods on a closed catalog raise; __tostring says closed", function()
+      local c = assert(gpuplan.open())
+      assert.truthy(tostring(c):find("17 GPUs", 1, true))
+      c:close()
+      c:close()
+      assert.equal("gpuplan.Catalog (closed)", tostring(c))
+      assert.has_error(function() c:plan("llama-2-7b", "a100-40gb") end)
+    end)
+
+    it("opening a missing file returns nil, message, code", function()
+      local c, msg, code = gpuplan.open("/nonexistent/catalog.sqlite")
+      assert.is_nil(c)
+      assert.truthy(msg:find("nonexistent", 1, true))
+      assert.is_string(code)
+    end)
+
+    it("is collected without leaks or double frees", function()
+      for _ = 1, 50 do assert(gpuplan.open()) end
+      collectgarbage()
+      collectgarbage()
+    end)
+
+    if _VERSION == "Lua 5.4" then
+      it("supports to-be-closed variables (Lua 5.4)", function()
+        local chunk = assert(load([[
+          local gpuplan = ...
+          local c <close> = assert(gpuplan.open())
+          return c, c:plan("llama-2-7b", "a100-40gb").worst.fits
+        ]]))
+        local c, fits = chunk(gpuplan)
+        assert.is_false(fits)
+        assert.equal("gpuplan.Catalog (closed)", tostring(c))
+      end)
+    end
+  end)
+end)
