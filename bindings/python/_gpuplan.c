@@ -862,8 +862,63 @@ static PyType_Spec Catalog_spec = {
 
 /* --- module functions ------------------------------------------------------- */
 
+/* Memory over the replay, one point per allocator trace entry: bytes
+ * requested by live tensors and bytes reserved from the driver.  Collected
+ * without the GIL (PyMem_Raw*), turned into lists after. */
+typedef struct timeline {
+  int64_t allocated, reserved;
+  size_t n, cap;
+  int64_t *a, *r;
+  int failed;
+} timeline;
+
+static void timeline_add(void *payload, const gpuplan_alloc_event *ev) {
+  timeline *t = (timeline *)payload;
+  switch (ev->action) {
+  case GPUPLAN_ACT_ALLOC: t->allocated += (int64_t)ev->size; break;
+  case GPUPLAN_ACT_FREE_COMPLETED: t->allocated -= (int64_t)ev->size; break;
+  case GPUPLAN_ACT_SEGMENT_ALLOC:
+  case GPUPLAN_ACT_SEGMENT_MAP: t->reserved += (int64_t)ev->size; break;
+  case GPUPLAN_ACT_SEGMENT_FREE:
+  case GPUPLAN_ACT_SEGMENT_UNMAP: t->reserved -= (int64_t)ev->size; break;
+  default: return;
+  }
+  if (t->failed) return;
+  if (t->n == t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 4096;
+    int64_t *a = (int64_t *)PyMem_RawRealloc(t->a, cap * sizeof *a);
+    int64_t *r = a ? (int64_t *)PyMem_RawRealloc(t->r, cap * sizeof *r) : NULL;
+    if (a) t->a = a;
+    if (!a || !r) {
+      t->failed = 1;
+      return;
+    }
+    t->r = r;
+    t->cap = cap;
+  }
+  t->a[t->n] = t->allocated;
+  t->r[t->n] = t->reserved;
+  t->n++;
+}
+
+static PyObject *int_list(const int64_t *v, size_t n) {
+  PyObject *l = PyList_New((Py_ssize_t)n);
+  size_t i;
+  for (i = 0; l && i < n; i++) {
+    PyObject *x = PyLong_FromLongLong(v[i]);
+    if (!x) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, (Py_ssize_t)i, x);
+  }
+  return l;
+}
+
 static PyObject *mod_replay(PyObject *module, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"path", "alloc_conf", "capacity", "device", NULL};
+  static char *kwlist[] = {"path", "alloc_conf", "capacity", "device", "timeline", NULL};
+  timeline tl;
+  int want_timeline = 0;
   modstate *st = state_of_module(module);
   const char *conf = NULL;
   long long capacity = 0;
@@ -874,8 +929,9 @@ static PyObject *mod_replay(PyObject *module, PyObject *args, PyObject *kw) {
   gpuplan_replay_options o = GPUPLAN_REPLAY_OPTIONS_INIT;
   gpuplan_replay_result r;
   PyObject *res = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|zLi:replay", kwlist, PyUnicode_FSConverter, &pathb, &conf,
-                                   &capacity, &device))
+  memset(&tl, 0, sizeof tl);
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|zLip:replay", kwlist, PyUnicode_FSConverter, &pathb, &conf,
+                                   &capacity, &device, &want_timeline))
     return NULL;
   if (capacity < 0 || device < 0) {
     Py_DECREF(pathb);
@@ -892,6 +948,10 @@ static PyObject *mod_replay(PyObject *module, PyObject *args, PyObject *kw) {
   /* loading megabytes of pickle and replaying millions of events: no GIL */
   Py_BEGIN_ALLOW_THREADS
   rc = gpuplan_snapshot_load(ctx, PyBytes_AS_STRING(pathb), device, &s);
+  if (!rc && want_timeline) {
+    o.trace = timeline_add;
+    o.trace_payload = &tl;
+  }
   if (!rc) rc = gpuplan_snapshot_replay(ctx, s, &o, &r);
   Py_END_ALLOW_THREADS
   if (rc) {
@@ -924,7 +984,27 @@ static PyObject *mod_replay(PyObject *module, PyObject *args, PyObject *kw) {
       dset(res, "oom_event", r.oom_event == SIZE_MAX ? Py_NewRef(Py_None) : u64(r.oom_event)) ||
       dset(res, "oom_message", str(r.oom_event == SIZE_MAX ? NULL : r.oom_message)))
     Py_CLEAR(res);
+  if (res && want_timeline) {
+    /* start from the state the replay began with (rebuilt for ring buffers) */
+    size_t i;
+    PyObject *t;
+    if (tl.failed) {
+      Py_CLEAR(res);
+      PyErr_NoMemory();
+      goto done;
+    }
+    for (i = 0; i < tl.n; i++) {
+      tl.a[i] += (int64_t)r.start_allocated;
+      tl.r[i] += (int64_t)r.start_reserved;
+    }
+    t = PyDict_New();
+    if (!t || dset(t, "allocated_bytes", int_list(tl.a, tl.n)) || dset(t, "reserved_bytes", int_list(tl.r, tl.n)) ||
+        dset(res, "timeline", t))
+      Py_CLEAR(res);
+  }
 done:
+  PyMem_RawFree(tl.a);
+  PyMem_RawFree(tl.r);
   gpuplan_snapshot_free(s);
   gpuplan_ctx_free(ctx);
   Py_DECREF(pathb);

@@ -349,3 +349,28 @@ def test_threads_share_one_catalog(cat):
 def test_version():
     out = subprocess.run([CLI, "--version"], capture_output=True, text=True).stdout
     assert gpuplan.__version__ in out
+
+
+@pytest.mark.skipif(not TRACES, reason="GPUPLAN_TRACES not set")
+def test_replay_timeline():
+    f = os.path.join(TRACES, "cs336-ctx128-forward.pickle")
+    r = gpuplan.replay(f, timeline=True)
+    t = r.timeline
+    assert len(t.allocated_bytes) == len(t.reserved_bytes) > 3000
+    # reserved is exact (segment sizes); allocated counts requested bytes,
+    # within the allocator's 512-byte rounding of the stat
+    assert t.reserved_bytes[-1] == r.final_reserved_bytes
+    assert max(t.reserved_bytes) == r.peak_reserved_bytes
+    assert 0 <= r.peak_allocated_bytes - max(t.allocated_bytes) < 0.001 * r.peak_allocated_bytes
+    assert all(a <= b for a, b in zip(t.allocated_bytes, t.reserved_bytes))
+    assert "timeline" not in gpuplan.replay(f).keys()
+
+
+def test_result_mapping_helpers(cat):
+    p = cat.plan("llama-2-7b", "l4", workload="infer", batch=4, context_len=4096)
+    assert "worst" in p and "nope" not in p
+    assert p.worst.get("max_sequences", 0) >= 0
+    assert p.get("nope", 42) == 42
+    q = cat.perf("llama-2-7b", "a100-40gb", gpus=8, dp_mode="zero3")
+    assert q.get("cost_per_hour", "unpriced") == "unpriced"  # JSON null: no price for a bare SKU
+    assert set(p) == set(p.keys())

@@ -67,6 +67,18 @@ class Result:
     def keys(self):
         return self._d.keys()
 
+    def get(self, name, default=None):
+        """The value of name, or default when the result has no such key
+        (JSON null: a value the library could not determine)."""
+        v = self._d.get(name, default)
+        return default if v is None else _wrap(v)
+
+    def __contains__(self, name):
+        return name in self._d
+
+    def __iter__(self):
+        return iter(self._d)
+
     def to_dict(self):
         return _plain(self._d)
 
@@ -199,13 +211,16 @@ class Catalog:
         return Result(self._c.simulate(model, gpu, **options))
 
 
-def replay(path, alloc_conf=None, capacity=0, device=0, gpu=None, catalog=None):
+def replay(path, alloc_conf=None, capacity=0, device=0, gpu=None, catalog=None, timeline=False):
     """Replay a torch.cuda.memory._dump_snapshot() pickle (``gpuplan replay --json``).
 
     With ``alloc_conf`` (PYTORCH_CUDA_ALLOC_CONF) or a device ``capacity``
     in bytes, the same program runs under other settings (what-if);
     ``gpu="a100-40gb"`` sets the capacity to the SKU's memory less its CUDA
-    context, as ``gpuplan replay --gpu``.  Releases the GIL.
+    context, as ``gpuplan replay --gpu``.  ``timeline=True`` adds
+    ``timeline.allocated_bytes`` (bytes requested by live tensors) and
+    ``timeline.reserved_bytes`` (segments held from the driver), one point
+    per allocator trace entry, for plotting.  Releases the GIL.
     """
     if not _os.path.exists(path):  # the builtin a Python user catches
         raise FileNotFoundError(_errno.ENOENT, _os.strerror(_errno.ENOENT), _os.fspath(path))
@@ -213,7 +228,7 @@ def replay(path, alloc_conf=None, capacity=0, device=0, gpu=None, catalog=None):
         cat = catalog if catalog is not None else Catalog()
         g = cat.find("gpu", gpu)
         capacity = max(0, g.memory_bytes - g.context_bytes)
-    return Result(_replay(path, alloc_conf, capacity, device))
+    return Result(_replay(path, alloc_conf, capacity, device, timeline))
 
 
 def explain_oom(text):
