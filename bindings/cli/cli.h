@@ -71,5 +71,7 @@ int cmd_validate(cli *c, int argc, char **argv);
 int cmd_perf(cli *c, int argc, char **argv);
 int cmd_search(cli *c, int argc, char **argv);
 int cmd_topo(cli *c, int argc, char **argv);
+int cmd_smi(cli *c, int argc, char **argv);
+int cmd_doctor(cli *c, int argc, char **argv);
 
 #endif

@@ -16,6 +16,8 @@ static const char usage[] =
     "  perf      step time, MFU, traffic per link and cost of a layout on a cluster\n"
     "  search    the best layouts of a model on a cluster, ranked by time or cost\n"
     "  topo      a node's GPU/NIC matrix (nvidia-smi topo -m) and rank placement\n"
+    "  smi       the nvidia-smi view of this machine's GPUs or of simulated ones (faults)\n"
+    "  doctor    check a GPU environment: driver, CUDA, ECC, NVLink, throttling\n"
     "  simulate  run training steps through PyTorch's allocator on a mock GPU\n"
     "  replay    replay a PyTorch memory snapshot through the allocator model\n"
     "  explain-oom  read a PyTorch OOM message: fragmentation or real demand\n"
@@ -92,6 +94,8 @@ static int dispatch(cli *c, int argc, char **argv) {
   if (strcmp(cmd, "perf") == 0) return cmd_perf(c, argc, argv);
   if (strcmp(cmd, "search") == 0) return cmd_search(c, argc, argv);
   if (strcmp(cmd, "topo") == 0) return cmd_topo(c, argc, argv);
+  if (strcmp(cmd, "smi") == 0) return cmd_smi(c, argc, argv);
+  if (strcmp(cmd, "doctor") == 0) return cmd_doctor(c, argc, argv);
   if (strcmp(cmd, "version") == 0) return cmd_version(c, argc, argv);
   if (strcmp(cmd, "help") == 0) {
     if (argc > 1) {

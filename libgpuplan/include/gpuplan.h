@@ -15,5 +15,6 @@
 #include "gpuplan/replay.h"
 #include "gpuplan/simulate.h"
 #include "gpuplan/perf.h"
+#include "gpuplan/sys/device.h"
 
 #endif /* GPUPLAN_H */

@@ -5,6 +5,8 @@
  * address ranges that coalesces on free, as a driver's virtual address
  * allocator would, so that freed ranges are reused.
  */
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "gpuplan/sim.h"
@@ -22,6 +24,11 @@ typedef struct simdev {
   range *free;          /* free ranges below top, sorted by address */
   size_t nfree, capfree;
   gpuplan_device_ops ops;
+  /* telemetry and faults */
+  const gpuplan_gpu *sku;
+  unsigned faults;      /* 1 << gpuplan_sim_fault */
+  double temp, seconds, util, factor, speed;
+  uint64_t ecc_unc, ecc_cor;
 } simdev;
 
 struct gpuplan_sim {
@@ -187,6 +194,9 @@ int gpuplan_sim_add_device(gpuplan_sim *s, const char *name, uint64_t total, uin
   d->ops.map = dev_map;
   d->ops.unmap = dev_unmap;
   d->ops.payload = d;
+  d->temp = 30.0; /* inlet temperature: an idle, healthy device */
+  d->factor = 1.0;
+  d->speed = 1.0;
   s->dev[s->n] = d;
   if (index_out) *index_out = s->n;
   s->n++;
@@ -197,9 +207,13 @@ int gpuplan_sim_add_gpu(gpuplan_sim *s, const gpuplan_gpu *sku, int64_t context_
                         int *index_out) {
   if (!s || !sku) return GPUPLAN_EMISUSE;
   if (context_bytes < -1) return GPUPLAN_EINVAL;
-  return gpuplan_sim_add_device(s, sku->name, sku->memory_bytes,
-                                context_bytes < 0 ? sku->context_bytes : (uint64_t)context_bytes,
-                                index_out);
+  int idx, rc;
+  rc = gpuplan_sim_add_device(s, sku->name, sku->memory_bytes,
+                              context_bytes < 0 ? sku->context_bytes : (uint64_t)context_bytes, &idx);
+  if (rc) return rc;
+  s->dev[idx]->sku = sku;
+  if (index_out) *index_out = idx;
+  return GPUPLAN_OK;
 }
 
 int gpuplan_sim_count(const gpuplan_sim *s) { return s ? s->n : 0; }
@@ -232,4 +246,212 @@ int gpuplan_sim_memory_info(const gpuplan_sim *s, int dev, gpuplan_sim_memory *o
   out->allocations = d->allocations;
   out->failed_allocations = d->failed;
   return GPUPLAN_OK;
+}
+
+/* --- telemetry and faults ---------------------------------------------------- */
+
+static const char *const fault_names[GPUPLAN_FAULT_COUNT] = {
+  "oom", "cuda-mismatch", "gpu-not-found", "ecc", "thermal", "data-starvation", "nvlink-down"};
+
+const char *gpuplan_sim_fault_name(gpuplan_sim_fault f) {
+  return (unsigned)f < GPUPLAN_FAULT_COUNT ? fault_names[f] : NULL;
+}
+
+int gpuplan_sim_fault_parse(const char *s) {
+  int i;
+  for (i = 0; s && i < GPUPLAN_FAULT_COUNT; i++)
+    if (strcmp(s, fault_names[i]) == 0) return i;
+  return -1;
+}
+
+#define HAS(d, f) (((d)->faults >> (f)) & 1u)
+
+/* The thermal model: steady state T = inlet + R * P, first order with a
+ * 30 s time constant; a healthy device sits near 70 C at full power, one
+ * with failing cooling would pass 100 C, so it throttles at 83 C (the
+ * seed's threshold): clocks drop until power holds it there. */
+#define T_INLET 30.0
+#define T_SLOWDOWN 83.0
+#define TAU_S 30.0
+
+static double tdp(const simdev *d) {
+  return d->sku && isfinite(d->sku->tdp_w) && d->sku->tdp_w > 0 ? d->sku->tdp_w : 300.0;
+}
+static double r_th(const simdev *d) { return (HAS(d, GPUPLAN_FAULT_THERMAL) ? 75.0 : 40.0) / tdp(d); }
+static double p_idle(const simdev *d) { return 0.15 * tdp(d); }
+static double power(const simdev *d, double util, double f) {
+  return p_idle(d) + (tdp(d) - p_idle(d)) * util * f;
+}
+static int max_clock(const simdev *d) {
+  return d->sku && isfinite(d->sku->boost_clock_mhz) && d->sku->boost_clock_mhz > 0
+             ? (int)d->sku->boost_clock_mhz : 1410;
+}
+static int nvlink_links(const simdev *d) {
+  double bw, per;
+  if (!d->sku || !isfinite(d->sku->nvlink_gen) || !isfinite(d->sku->nvlink_bw_bytes_s)) return 0;
+  bw = d->sku->nvlink_bw_bytes_s;
+  per = d->sku->nvlink_gen >= 5 ? 100e9 : 50e9; /* both directions per link */
+  return (int)(bw / per + 0.5);
+}
+
+int gpuplan_sim_inject(gpuplan_sim *s, int dev, gpuplan_sim_fault f, int on) {
+  int i;
+  if (!s || (unsigned)f >= GPUPLAN_FAULT_COUNT || dev < -1 || dev >= s->n) return GPUPLAN_EINVAL;
+  for (i = dev < 0 ? 0 : dev; i < (dev < 0 ? s->n : dev + 1); i++) {
+    simdev *d = s->dev[i];
+    if (on) d->faults |= 1u << f;
+    else d->faults &= ~(1u << f);
+    if (f == GPUPLAN_FAULT_ECC) {
+      d->ecc_unc = on ? 2 : 0; /* volatile counters: a reset clears them */
+      d->ecc_cor = on ? 17 : 0;
+    }
+    if (f == GPUPLAN_FAULT_OOM) {
+      /* a stray process (a leftover notebook kernel, a zombie rank) */
+      uint64_t room = d->total - d->context - d->reserved;
+      d->others = on ? room / 100 * 95 / GPUPLAN_SIM_GRANULARITY * GPUPLAN_SIM_GRANULARITY : 0;
+    }
+  }
+  return GPUPLAN_OK;
+}
+
+int gpuplan_sim_has_fault(const gpuplan_sim *s, int dev, gpuplan_sim_fault f) {
+  if (!s || dev < 0 || dev >= s->n || (unsigned)f >= GPUPLAN_FAULT_COUNT) return 0;
+  return (int)HAS(s->dev[dev], f);
+}
+
+const gpuplan_gpu *gpuplan_sim_sku(const gpuplan_sim *s, int dev) {
+  return s && dev >= 0 && dev < s->n ? s->dev[dev]->sku : NULL;
+}
+
+int gpuplan_sim_run(gpuplan_sim *s, int dev, double seconds, double busy, const char **message_out) {
+  simdev *d;
+  double t;
+  if (message_out) *message_out = NULL;
+  if (!s || dev < 0 || dev >= s->n || !(seconds >= 0) || seconds > 1e7 || !(busy >= 0) || busy > 1)
+    return GPUPLAN_EINVAL;
+  d = s->dev[dev];
+  if (HAS(d, GPUPLAN_FAULT_GPU_NOT_FOUND)) {
+    if (message_out) *message_out = "RuntimeError: No CUDA GPUs are available";
+    return GPUPLAN_ERROR;
+  }
+  if (HAS(d, GPUPLAN_FAULT_CUDA_MISMATCH)) {
+    if (message_out)
+      *message_out = "RuntimeError: CUDA error: no kernel image is available for execution on the device";
+    return GPUPLAN_ERROR;
+  }
+  if (HAS(d, GPUPLAN_FAULT_ECC) && busy > 0) {
+    if (message_out) *message_out = "RuntimeError: CUDA error: uncorrectable ECC error encountered";
+    return GPUPLAN_ERROR;
+  }
+  /* starved: the GPU waits for input most of the time */
+  d->util = busy * (HAS(d, GPUPLAN_FAULT_DATA_STARVATION) ? 0.35 : 1.0);
+  for (t = 0; t < seconds; t += 1.0) {
+    double dt = seconds - t < 1.0 ? seconds - t : 1.0;
+    double f = 1.0, tss;
+    if (d->util > 0 && d->temp >= T_SLOWDOWN - 1e-9) {
+      /* hold at the slowdown temperature: the power that keeps it there */
+      double p_allowed = (T_SLOWDOWN - T_INLET) / r_th(d);
+      f = (p_allowed - p_idle(d)) / ((tdp(d) - p_idle(d)) * d->util);
+      if (f > 1) f = 1;
+      if (f < 0.3) f = 0.3;
+    }
+    tss = T_INLET + r_th(d) * power(d, d->util, f);
+    d->temp = tss + (d->temp - tss) * exp(-dt / TAU_S);
+    if (d->temp > 100.0) d->temp = 100.0;
+    d->factor = f;
+  }
+  d->seconds += seconds;
+  d->speed = d->factor * (HAS(d, GPUPLAN_FAULT_DATA_STARVATION) ? 0.35 : 1.0);
+  return GPUPLAN_OK;
+}
+
+int gpuplan_sim_telemetry_read(const gpuplan_sim *s, int dev, gpuplan_sim_telemetry *out) {
+  const simdev *d;
+  if (!s || !out || dev < 0 || dev >= s->n) return GPUPLAN_EINVAL;
+  d = s->dev[dev];
+  memset(out, 0, sizeof *out);
+  out->temperature_c = d->temp;
+  out->power_limit_w = tdp(d);
+  out->power_w = power(d, d->util, d->factor);
+  out->max_sm_clock_mhz = max_clock(d);
+  out->sm_clock_mhz = d->util > 0 ? (int)(max_clock(d) * d->factor + 0.5) : 210;
+  out->pstate = d->util <= 0 ? 8 : d->factor < 1.0 ? 2 : 0;
+  out->gpu_util = d->util;
+  out->mem_util = 0.55 * d->util;
+  if (d->util <= 0) out->throttle |= GPUPLAN_THROTTLE_GPU_IDLE;
+  if (d->factor < 1.0) out->throttle |= GPUPLAN_THROTTLE_SW_THERMAL | GPUPLAN_THROTTLE_HW_SLOWDOWN;
+  out->ecc_uncorrected = d->ecc_unc;
+  out->ecc_corrected = d->ecc_cor;
+  out->nvlink_links = nvlink_links(d);
+  out->nvlink_up = HAS(d, GPUPLAN_FAULT_NVLINK_DOWN) ? 0 : out->nvlink_links;
+  out->speed = d->speed;
+  out->seconds = d->seconds;
+  return GPUPLAN_OK;
+}
+
+/* --- the mock devices as a device backend ------------------------------------- */
+
+static int any_fault(const gpuplan_sim *s, gpuplan_sim_fault f) {
+  int i;
+  for (i = 0; i < s->n; i++)
+    if (HAS(s->dev[i], f)) return 1;
+  return 0;
+}
+
+static int mock_driver(void *self, gpuplan_driver_info *out) {
+  gpuplan_sim *s = (gpuplan_sim *)self;
+  if (any_fault(s, GPUPLAN_FAULT_GPU_NOT_FOUND))
+    return gpuplan_seterror(s->ctx, GPUPLAN_EUNSUPPORTED,
+                            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
+                            "that the latest NVIDIA driver is installed and running.");
+  out->cuda_version = 12020; /* driver 535: CUDA 12.2, as in the seed's nvidia-smi */
+  snprintf(out->library, sizeof out->library, "mock (driver 535.161.08)");
+  return GPUPLAN_OK;
+}
+
+static int mock_count(void *self, int *n) {
+  gpuplan_sim *s = (gpuplan_sim *)self;
+  gpuplan_driver_info drv;
+  int rc = mock_driver(self, &drv);
+  if (rc) return rc;
+  *n = s->n;
+  return GPUPLAN_OK;
+}
+
+static int mock_info(void *self, int dev, gpuplan_device_info *out) {
+  gpuplan_sim *s = (gpuplan_sim *)self;
+  const simdev *d;
+  gpuplan_driver_info drv;
+  int rc = mock_driver(self, &drv);
+  if (rc) return rc;
+  if (dev < 0 || dev >= s->n)
+    return gpuplan_seterror(s->ctx, GPUPLAN_EINVAL, "device: %d is not in 0..%d", dev, s->n - 1);
+  d = s->dev[dev];
+  out->index = dev;
+  snprintf(out->name, sizeof out->name, "%s", d->name);
+  snprintf(out->uuid, sizeof out->uuid, "GPU-5a11ab1e-0000-4000-8000-%012x", (unsigned)dev);
+  snprintf(out->pci_bus_id, sizeof out->pci_bus_id, "00000000:%02X:00.0", (unsigned)(0x07 + dev));
+  if (d->sku) {
+    out->sm_count = isfinite(d->sku->sm_count) ? (int)d->sku->sm_count : 0;
+    if (d->sku->compute_capability) sscanf(d->sku->compute_capability, "%d.%d", &out->cc_major, &out->cc_minor);
+  }
+  out->clock_mhz = max_clock(d);
+  out->total_bytes = d->total;
+  out->free_bytes = avail(d);
+  return GPUPLAN_OK;
+}
+
+static int mock_memory(void *self, int dev, const gpuplan_device_ops **out) {
+  gpuplan_sim *s = (gpuplan_sim *)self;
+  if (dev < 0 || dev >= s->n)
+    return gpuplan_seterror(s->ctx, GPUPLAN_EINVAL, "device: %d is not in 0..%d", dev, s->n - 1);
+  *out = &s->dev[dev]->ops;
+  return GPUPLAN_OK;
+}
+
+static const gpuplan_backend_ops mock_ops = {"mock", mock_driver, mock_count, mock_info, mock_memory, NULL};
+
+int gpuplan_sim_backend(gpuplan_sim *s, gpuplan_backend **out) {
+  if (!s || !out) return GPUPLAN_EMISUSE;
+  return gpuplan_backend_new(s->ctx, &mock_ops, s, out);
 }

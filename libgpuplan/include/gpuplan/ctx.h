@@ -81,6 +81,20 @@ GPUPLAN_API int gpuplan_errcode(const gpuplan_ctx *ctx);
 GPUPLAN_API int gpuplan_errdetail(const gpuplan_ctx *ctx);
 
 /**
+ * Record a failure on ctx, for code that plugs into the library from
+ * outside it (device backends such as sim/, allocator devices, callbacks):
+ * sets the code and a printf-formatted message that gpuplan_errmsg()
+ * returns.  Returns code, so `return gpuplan_seterror(ctx, ...)` works.
+ * Accepts a NULL ctx (then only returns code).
+ * @errors none  @threads ctx  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_seterror(gpuplan_ctx *ctx, int code, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/**
  * Allocate size bytes through the context's allocator.  Returns NULL when
  * size is 0 or the allocator refuses.  Free with gpuplan_free().
  * @errors nomem  @threads ctx  @since 0.1.0

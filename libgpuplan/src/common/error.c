@@ -90,3 +90,12 @@ int gpuplan_errcode(const gpuplan_ctx *ctx) {
 int gpuplan_errdetail(const gpuplan_ctx *ctx) {
   return ctx ? ctx->errdetail : 0;
 }
+
+int gpuplan_seterror(gpuplan_ctx *ctx, int code, const char *fmt, ...) {
+  va_list ap;
+  int rc;
+  va_start(ap, fmt);
+  rc = gpuplan__verror(ctx, code, fmt, ap);
+  va_end(ap);
+  return rc;
+}

@@ -74,6 +74,87 @@ typedef struct gpuplan_sim_memory {
 /** Read a device's memory.  @return GPUPLAN_OK or GPUPLAN_EINVAL. */
 GPUPLAN_API int gpuplan_sim_memory_info(const gpuplan_sim *sim, int dev, gpuplan_sim_memory *out);
 
+/* --- telemetry and faults ------------------------------------------------- */
+
+/**
+ * Faults a mock device can have: the seven GPU problems of the seed
+ * article, each with the symptom a real machine shows.
+ */
+typedef enum gpuplan_sim_fault {
+  GPUPLAN_FAULT_OOM = 0,         /**< another process holds 95% of the memory: the run OOMs */
+  GPUPLAN_FAULT_CUDA_MISMATCH,   /**< the framework has no kernels for this GPU: "no kernel image is available" */
+  GPUPLAN_FAULT_GPU_NOT_FOUND,   /**< the driver does not see the GPU: "NVIDIA-SMI has failed ..." */
+  GPUPLAN_FAULT_ECC,             /**< uncorrected (volatile) ECC errors: the GPU must be drained */
+  GPUPLAN_FAULT_THERMAL,         /**< poor cooling: above 83 C the clocks drop, P0 -> P2, steps slow down */
+  GPUPLAN_FAULT_DATA_STARVATION, /**< the input pipeline cannot keep up: utilisation below 50% */
+  GPUPLAN_FAULT_NVLINK_DOWN,     /**< NVLink not detected: topology PHB, TP traffic on PCIe */
+  GPUPLAN_FAULT_COUNT
+} gpuplan_sim_fault;
+
+/** "oom", "cuda-mismatch", "gpu-not-found", "ecc", "thermal", "data-starvation", "nvlink-down". */
+GPUPLAN_API const char *gpuplan_sim_fault_name(gpuplan_sim_fault f);
+
+/** The fault named s, or -1.  @threads any */
+GPUPLAN_API int gpuplan_sim_fault_parse(const char *s);
+
+/**
+ * Inject (on != 0) or clear a fault on device dev (-1: every device).
+ * @return GPUPLAN_OK or GPUPLAN_EINVAL (bad device or fault).
+ */
+GPUPLAN_API int gpuplan_sim_inject(gpuplan_sim *sim, int dev, gpuplan_sim_fault f, int on);
+
+/** Whether device dev has fault f. */
+GPUPLAN_API int gpuplan_sim_has_fault(const gpuplan_sim *sim, int dev, gpuplan_sim_fault f);
+
+/** Throttle reasons, NVML's bits (nvmlClocksThrottleReasons). */
+#define GPUPLAN_THROTTLE_GPU_IDLE 0x1u
+#define GPUPLAN_THROTTLE_SW_POWER_CAP 0x4u
+#define GPUPLAN_THROTTLE_HW_SLOWDOWN 0x8u
+#define GPUPLAN_THROTTLE_SW_THERMAL 0x20u
+#define GPUPLAN_THROTTLE_HW_THERMAL 0x40u
+
+/** What nvidia-smi / NVML would report for a mock device now. */
+typedef struct gpuplan_sim_telemetry {
+  double temperature_c;
+  double power_w, power_limit_w;
+  int sm_clock_mhz, max_sm_clock_mhz;
+  int pstate;                 /**< 0 = P0 (full speed), 2 = P2 (throttled), 8 = idle */
+  double gpu_util;            /**< 0..1: time a kernel was running */
+  double mem_util;            /**< 0..1: time memory was being read or written */
+  unsigned throttle;          /**< GPUPLAN_THROTTLE_* bits */
+  uint64_t ecc_uncorrected;   /**< volatile uncorrected ECC errors */
+  uint64_t ecc_corrected;
+  int nvlink_links;           /**< NVLink links of the SKU (0 for PCIe cards) */
+  int nvlink_up;              /**< links up */
+  double speed;               /**< work done per second relative to a healthy device (clock and starvation) */
+  double seconds;             /**< simulated time so far */
+} gpuplan_sim_telemetry;
+
+/**
+ * Run simulated work on device dev for seconds, the GPU busy a fraction
+ * busy (0..1) of the time when fed; clocks, temperature (a first-order
+ * thermal model), power, utilisation and throttling follow.
+ * @return GPUPLAN_OK; GPUPLAN_ERROR when the device's fault stops the work
+ *         (ECC, CUDA mismatch, GPU not found), with the error text the
+ *         framework would print in *message_out (may be NULL).
+ */
+GPUPLAN_API int gpuplan_sim_run(gpuplan_sim *sim, int dev, double seconds, double busy,
+                                const char **message_out);
+
+/** A device's telemetry.  @return GPUPLAN_OK or GPUPLAN_EINVAL. */
+GPUPLAN_API int gpuplan_sim_telemetry_read(const gpuplan_sim *sim, int dev, gpuplan_sim_telemetry *out);
+
+/** The catalog SKU of a device added with gpuplan_sim_add_gpu, else NULL. */
+GPUPLAN_API const gpuplan_gpu *gpuplan_sim_sku(const gpuplan_sim *sim, int dev);
+
+/**
+ * The mock devices as a device backend (gpuplan/sys/device.h): the same
+ * interface as a real CUDA device.  The backend borrows sim, which must
+ * outlive it; a GPU-not-found fault makes the backend's driver fail as a
+ * machine without a working driver does.
+ */
+GPUPLAN_API int gpuplan_sim_backend(gpuplan_sim *sim, gpuplan_backend **out);
+
 GPUPLAN_END_DECLS
 
 #endif /* GPUPLAN_SIM_H */

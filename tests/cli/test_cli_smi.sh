@@ -1,0 +1,87 @@
+#!/bin/sh
+# End-to-end checks of `gpuplan smi` and `gpuplan doctor`: no driver, the
+# fake driver, and each of the seven faults from the CLI with its symptom in
+# smi and its diagnosis in doctor.
+#   test_cli_smi.sh GPUPLAN TMPDIR FAKE_LIBCUDA
+gp=$1
+tmp=$2
+fake=$3
+fails=0
+pass=0
+
+check() {  # check DESCRIPTION EXPECTED_RC PATTERN -- command...
+  desc=$1 want=$2 pat=$3
+  shift 4
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" != "$want" ]; then
+    echo "FAIL $desc: exit $rc, wanted $want"; echo "$out" | head -8
+    fails=$((fails + 1)); return
+  fi
+  if [ -n "$pat" ] && ! printf '%s\n' "$out" | grep -q -- "$pat"; then
+    echo "FAIL $desc: no '$pat' in output"; echo "$out" | head -12
+    fails=$((fails + 1)); return
+  fi
+  pass=$((pass + 1))
+}
+
+# no driver: nvidia-smi's message and its exit status 9
+check "smi without a driver" 9 "couldn't communicate with the NVIDIA driver" -- \
+  env GPUPLAN_LIBCUDA=/nonexistent/libcuda.so.1 "$gp" smi
+check "doctor without a driver" 1 "FAIL.*no working NVIDIA driver" -- \
+  env GPUPLAN_LIBCUDA=/nonexistent/libcuda.so.1 "$gp" doctor
+# the fake driver stands in for a real one
+check "smi on the fake driver" 0 "NVIDIA A100-SXM4-40GB" -- \
+  env GPUPLAN_LIBCUDA="$fake" FAKE_CUDA_DEVICES=2 "$gp" smi
+check "smi query on the fake driver" 0 "1, NVIDIA A100-SXM4-40GB, 40960 MiB" -- \
+  env GPUPLAN_LIBCUDA="$fake" FAKE_CUDA_DEVICES=2 "$gp" smi --query-gpu=index,name,memory.total --format=csv
+check "doctor on the fake driver" 0 "catalog a100-sxm4-40gb" -- \
+  env GPUPLAN_LIBCUDA="$fake" "$gp" doctor
+check "doctor: no device" 1 "CUDA_ERROR_NO_DEVICE" -- \
+  env GPUPLAN_LIBCUDA="$fake" FAKE_CUDA_MODE=nodevice "$gp" doctor
+check "doctor: driver/library mismatch" 1 "do not match" -- \
+  env GPUPLAN_LIBCUDA="$fake" FAKE_CUDA_MODE=mismatch "$gp" doctor
+
+# a healthy simulated node
+check "smi healthy" 0 "P0" -- "$gp" smi --sim a100-80gb:8
+check "doctor healthy" 0 "0 failure(s)" -- "$gp" doctor --sim a100-80gb:8
+check "topo healthy" 0 "NV12" -- "$gp" smi --sim a100-80gb:4 topo -m
+# 1. OOM: another process holds the memory
+check "smi oom" 0 "python (a process outside this job)" -- "$gp" smi --sim a100-80gb:2 --fault oom@1
+check "doctor oom" 1 "other processes hold" -- "$gp" doctor --sim a100-80gb:2 --fault oom@1
+# 2. CUDA version mismatch
+check "doctor cuda-mismatch" 1 "no kernel image is available" -- "$gp" doctor --sim h100-sxm5-80gb --fault cuda-mismatch
+check "doctor runtime newer than driver" 1 "CUDA driver version is insufficient" -- \
+  "$gp" doctor --sim h100-sxm5-80gb --torch-cuda 12.4
+# 3. GPU not found
+check "smi gpu-not-found" 9 "couldn't communicate with the NVIDIA driver" -- \
+  "$gp" smi --sim a100-80gb --fault gpu-not-found
+check "doctor gpu-not-found" 1 "no working NVIDIA driver" -- "$gp" doctor --sim a100-80gb --fault gpu-not-found
+# 4. ECC
+check "smi ecc" 0 "^1, 2$" -- \
+  "$gp" smi --sim a100-80gb:2 --fault ecc@1 --query-gpu=index,ecc.errors.uncorrected.volatile.total --format=csv,noheader
+check "doctor ecc" 1 "uncorrected ECC errors" -- "$gp" doctor --sim a100-80gb:2 --fault ecc@1
+# 5. thermal throttling
+check "smi thermal" 0 "83, P2" -- \
+  "$gp" smi --sim a100-80gb --fault thermal --query-gpu=temperature.gpu,pstate --format=csv,noheader
+check "doctor thermal" 1 "thermal throttling: 83 C, P2" -- "$gp" doctor --sim a100-80gb --fault thermal
+# 6. low utilisation (data starvation)
+check "smi starvation" 0 "^33 %$" -- \
+  "$gp" smi --sim a100-80gb --fault data-starvation --query-gpu=utilization.gpu --format=csv,noheader
+check "doctor starvation" 1 "input pipeline starves" -- "$gp" doctor --sim a100-80gb --fault data-starvation
+# 7. NVLink not detected
+check "topo nvlink-down" 0 "PHB" -- "$gp" smi --sim a100-80gb:4 --fault nvlink-down topo -m
+check "doctor nvlink-down" 1 "NVLink not detected" -- "$gp" doctor --sim a100-80gb:8 --fault nvlink-down
+check "doctor nvlink-down cost" 1 "on PCIe (" -- "$gp" doctor --sim a100-80gb:8 --fault nvlink-down
+
+# bad input
+check "unknown fault" 2 "is not one of" -- "$gp" smi --sim a100-80gb --fault gremlins
+check "fault on a missing GPU" 2 "GPU 5" -- "$gp" smi --sim a100-80gb:2 --fault ecc@5
+check "unknown SKU" 1 "a100-9000" -- "$gp" smi --sim a100-9000
+check "bad count" 2 "SKU\[:N\]" -- "$gp" smi --sim a100-80gb:0
+check "unknown field" 2 "field 'fan.speed' is not known" -- \
+  "$gp" smi --sim a100-80gb --query-gpu=fan.speed --format=csv
+check "query needs csv" 2 "format=csv" -- "$gp" smi --sim a100-80gb --query-gpu=name
+
+echo "$pass passed, $fails failed"
+[ "$fails" = 0 ]
