@@ -192,6 +192,8 @@ static const char simulate_usage[] =
     "  --alloc-conf S     PYTORCH_CUDA_ALLOC_CONF, e.g. expandable_segments:True\n"
     "  --keep-grads       zero_grad(set_to_none=False): gradients persist\n"
     "  --other-procs MIB  memory other processes hold on the GPU\n"
+    "  --on cuda[:N]      run the same steps again with real allocations on CUDA\n"
+    "                     device N (driver loaded at run time): predicted vs actual\n"
     "  --snapshot FILE    write the run as a torch memory snapshot pickle\n"
     "                     (open it at pytorch.org/memory_viz, or gpuplan replay)\n"
     "All options of `gpuplan plan` apply (see gpuplan plan --help).\n";
@@ -268,6 +270,92 @@ static int cluster_overrides(cli *c, gpuplan_cluster *cl, const char *intra, con
     cl->inter_bw_bytes_s = n * per_nic;
   }
   return 0;
+}
+
+/* A real device, watched: the lowest free memory the driver reported while
+ * the step program ran (the driver-level peak). */
+typedef struct watched {
+  const gpuplan_device_ops *inner;
+  gpuplan_device_ops ops;
+  uint64_t min_free, total;
+} watched;
+
+static void watch_sample(watched *w) {
+  uint64_t f = 0, t = 0;
+  w->inner->mem_info(w->inner->payload, &f, &t);
+  if (f < w->min_free) w->min_free = f;
+  w->total = t;
+}
+static int watch_malloc(void *p, uint64_t size, uint64_t *addr) {
+  watched *w = (watched *)p;
+  int rc = w->inner->malloc(w->inner->payload, size, addr);
+  watch_sample(w);
+  return rc;
+}
+static void watch_free(void *p, uint64_t addr, uint64_t size) {
+  watched *w = (watched *)p;
+  w->inner->free(w->inner->payload, addr, size);
+}
+static void watch_info(void *p, uint64_t *free_out, uint64_t *total_out) {
+  watched *w = (watched *)p;
+  w->inner->mem_info(w->inner->payload, free_out, total_out);
+}
+
+/* simulate --on cuda:N: the same steps with real allocations on the card;
+ * predicted (the mock run) vs actual (the allocator on the card, and the
+ * driver's own count of used memory). */
+static int run_on_device(cli *c, const gpuplan_model *m, const gpuplan_gpu *g, const gpuplan_memory_options *o,
+                         const gpuplan_sim_options *so_in, const gpuplan_sim_result *pred, int dev, int json) {
+  gpuplan_backend *b = NULL;
+  const gpuplan_device_ops *real;
+  gpuplan_device_info info;
+  gpuplan_sim_options so = *so_in;
+  gpuplan_sim_result act;
+  watched w;
+  uint64_t free0, total0;
+  int rc;
+  if (so.alloc_conf && strstr(so.alloc_conf, "expandable_segments:True"))
+    return cli_fail(c, EXIT_RUNTIME, "simulate --on: expandable segments need the driver's virtual memory API, "
+                                     "which the CUDA backend does not use yet; run without them");
+  if ((rc = gpuplan_backend_open_cuda(c->ctx, NULL, &b))) return cli_fail(c, EXIT_RUNTIME, "simulate --on: %s", gpuplan_errmsg(c->ctx));
+  if ((rc = gpuplan_backend_device_info(b, dev, c->cat, &info)) ||
+      (rc = gpuplan_backend_device_memory(b, dev, &real))) {
+    rc = cli_fail(c, EXIT_RUNTIME, "simulate --on: %s", gpuplan_errmsg(c->ctx));
+    gpuplan_backend_free(b);
+    return rc;
+  }
+  memset(&w, 0, sizeof w);
+  w.inner = real;
+  w.ops.malloc = watch_malloc;
+  w.ops.free = watch_free;
+  w.ops.mem_info = watch_info;
+  w.ops.payload = &w;
+  real->mem_info(real->payload, &free0, &total0);
+  w.min_free = free0;
+  so.device = &w.ops;
+  so.snapshot_path = NULL;
+  rc = gpuplan_simulate(c->ctx, m, g, o, &so, &act);
+  gpuplan_backend_free(b); /* frees every allocation left on the card */
+  if (rc) return cli_fail(c, EXIT_RUNTIME, "simulate --on: %s", gpuplan_errmsg(c->ctx));
+  if (json) {
+    printf("{\"device\": ");
+    json_str(stdout, info.name);
+    printf(", \"predicted_peak_reserved_bytes\": %llu, \"actual_peak_reserved_bytes\": %llu, "
+           "\"driver_peak_used_bytes\": %llu, \"predicted_oom\": %s, \"actual_oom\": %s}\n",
+           (unsigned long long)pred->peak_reserved, (unsigned long long)act.peak_reserved,
+           (unsigned long long)(free0 - w.min_free), pred->oom ? "true" : "false", act.oom ? "true" : "false");
+    return EXIT_OK;
+  }
+  printf("\non %s (device %d, %.0f MiB, %.0f MiB free before the run):\n", info.name, dev,
+         (double)total0 / 1048576.0, (double)free0 / 1048576.0);
+  printf("  peak reserved   predicted %9.0f MiB   on the card %9.0f MiB (%+.1f%%)\n",
+         (double)pred->peak_reserved / 1048576.0, (double)act.peak_reserved / 1048576.0,
+         pred->peak_reserved ? 100.0 * ((double)act.peak_reserved / (double)pred->peak_reserved - 1) : 0.0);
+  printf("  driver-level    %9.0f MiB more in use at the peak (cuMemGetInfo)\n",
+         (double)(free0 - w.min_free) / 1048576.0);
+  printf("  out of memory   predicted %s, on the card %s%s%s\n", pred->oom ? "yes" : "no", act.oom ? "yes" : "no",
+         act.oom ? " in " : "", act.oom ? act.oom_op : "");
+  return EXIT_OK;
 }
 
 int cmd_plan(cli *c, int argc, char **argv) { return plan_main(c, argc, argv, 0); }
@@ -504,6 +592,7 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
   gpuplan_memory_options o = GPUPLAN_MEMORY_OPTIONS_INIT;
   gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
   uint64_t other_procs = 0;
+  int on_device = -1;
   const char *model_name = NULL, *gpu_name = NULL, *node_name = NULL;
   int64_t gpus = 0, nodes = 1, max_gpus = 0, v, global_batch = 0, per_node = 8, top = 5;
   gpuplan_objective objective = GPUPLAN_OBJ_TIME;
@@ -606,6 +695,17 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
     else if (simulate == 1 && strcmp(a, "--keep-grads") == 0) so.set_to_none = 0;
     else if (simulate == 1 && strcmp(a, "--alloc-conf") == 0) { NEED_VALUE(); so.alloc_conf = argv[++i]; }
     else if (simulate == 1 && strcmp(a, "--snapshot") == 0) { NEED_VALUE(); so.snapshot_path = argv[++i]; }
+    else if (simulate == 1 && strcmp(a, "--on") == 0) {
+      const char *dv;
+      char *end;
+      NEED_VALUE();
+      dv = argv[++i];
+      if (strncmp(dv, "cuda", 4) != 0 || (dv[4] && dv[4] != ':'))
+        return cli_fail(c, EXIT_USAGE, "simulate: --on '%s' is not cuda or cuda:N", dv);
+      on_device = dv[4] ? (int)strtol(dv + 5, &end, 10) : 0;
+      if (dv[4] && (*end || on_device < 0 || on_device > 1024))
+        return cli_fail(c, EXIT_USAGE, "simulate: --on '%s': N is not a device index", dv);
+    }
     else if (simulate == 1 && strcmp(a, "--other-procs") == 0) {
       NEED_VALUE();
       if ((rc = num(c, a, argv[++i], &v))) return rc;
@@ -878,6 +978,7 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
              (double)g->memory_bytes / 1048576.0, (double)sr.peak_reserved / 1048576.0,
              (double)resident / 1048576.0, (double)other_procs / 1048576.0);
     if (so.snapshot_path && !json) printf("snapshot written to %s\n", so.snapshot_path);
+    if (on_device >= 0) return run_on_device(c, m, g, &o, &so, &sr, on_device, json);
     return EXIT_OK;
   }
   if (!worst.fits) {

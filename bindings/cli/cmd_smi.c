@@ -29,7 +29,7 @@ typedef struct smi_opts {
   const char *sim;           /* SKU[:N] */
   const char *faults[16];
   int nfaults;
-  double load_s, busy;
+  double load_s, busy, mem_used;
   double torch_cuda;
 } smi_opts;
 
@@ -92,8 +92,15 @@ static int machine_open(cli *c, const smi_opts *o, machine *m) {
         return cli_fail(c, EXIT_USAGE, "--fault: GPU %d is not in 0..%ld", dev, n - 1);
       }
     }
-    /* a training load, so clocks, temperature and utilisation mean something */
-    for (i = 0; i < n && o->load_s > 0; i++) gpuplan_sim_run(m->sim, i, o->load_s, o->busy, NULL);
+    /* a training load, so clocks, temperature, utilisation and memory mean
+     * something: the job's PyTorch cache holds most of what is free */
+    for (i = 0; i < n && o->load_s > 0; i++) {
+      const gpuplan_device_ops *dev = gpuplan_sim_device(m->sim, i);
+      uint64_t fr, tot, addr;
+      gpuplan_sim_run(m->sim, i, o->load_s, o->busy, NULL);
+      dev->mem_info(dev->payload, &fr, &tot);
+      if (o->mem_used > 0 && fr > tot / 4) dev->malloc(dev->payload, (uint64_t)((double)fr * o->mem_used), &addr);
+    }
     if ((rc = gpuplan_sim_backend(m->sim, &m->backend))) {
       machine_close(m);
       return cli_lib_fail(c, rc);
@@ -182,7 +189,7 @@ static const qfield qfields[] = {
   {"utilization.gpu", "%"}, {"utilization.memory", "%"}, {"power.draw", "W"}, {"power.limit", "W"},
   {"clocks.sm", "MHz"}, {"clocks.max.sm", "MHz"}, {"pstate", ""},
   {"ecc.errors.uncorrected.volatile.total", ""}, {"ecc.errors.corrected.volatile.total", ""},
-  {"clocks_throttle_reasons.active", ""}, {"compute_cap", ""}, {NULL, NULL}};
+  {"clocks_throttle_reasons.active", ""}, {"compute_cap", ""}, {"gpuplan.sku", ""}, {NULL, NULL}};
 
 static const qfield *qfind(const char *n) {
   int i;
@@ -250,6 +257,7 @@ static int smi_query(cli *c, machine *m, const char *fields, const char *format)
       else if (!strcmp(n, "memory.used")) printf("%.0f%s%s", (double)mem.used / MiB, sp, u);
       else if (!strcmp(n, "memory.free")) printf("%.0f%s%s", (double)mem.free / MiB, sp, u);
       else if (!strcmp(n, "compute_cap")) printf("%d.%d", info.cc_major, info.cc_minor);
+      else if (!strcmp(n, "gpuplan.sku")) printf("%s", info.sku ? info.sku->id : "[unknown]");
       else if (!strcmp(n, "clocks.max.sm")) printf("%d%s%s", tel ? t.max_sm_clock_mhz : info.clock_mhz, sp, u);
       else if (!tel) printf("[N/A]");
       else if (!strcmp(n, "temperature.gpu")) printf("%.0f", t.temperature_c);
@@ -316,7 +324,7 @@ static void smi_dmon(machine *m, int count) {
 static int common_opt(cli *c, int argc, char **argv, int *i, smi_opts *o, const char *cmd) {
   const char *a = argv[*i];
   if (!strcmp(a, "--sim") || !strcmp(a, "--fault") || !strcmp(a, "--load") || !strcmp(a, "--busy") ||
-      !strcmp(a, "--torch-cuda")) {
+      !strcmp(a, "--torch-cuda") || !strcmp(a, "--mem")) {
     const char *v;
     char *end;
     if (*i + 1 >= argc) return cli_fail(c, EXIT_USAGE, "%s: %s needs a value", cmd, a);
@@ -331,9 +339,10 @@ static int common_opt(cli *c, int argc, char **argv, int *i, smi_opts *o, const 
       if (!strcmp(a, "--load")) {
         if (x > 1e6) return cli_fail(c, EXIT_USAGE, "%s: --load at most 1e6 seconds", cmd);
         o->load_s = x;
-      } else if (!strcmp(a, "--busy")) {
-        if (x > 1) return cli_fail(c, EXIT_USAGE, "%s: --busy is a fraction in 0..1", cmd);
-        o->busy = x;
+      } else if (!strcmp(a, "--busy") || !strcmp(a, "--mem")) {
+        if (x > 1) return cli_fail(c, EXIT_USAGE, "%s: %s is a fraction in 0..1", cmd, a);
+        if (!strcmp(a, "--busy")) o->busy = x;
+        else o->mem_used = x;
       } else {
         o->torch_cuda = x;
       }
@@ -355,10 +364,12 @@ static const char smi_usage[] =
     "                     gpu-not-found, ecc, thermal, data-starvation, nvlink-down\n"
     "  --load SECONDS     simulated training load before the view [600]\n"
     "  --busy F           fraction of the time the GPU is busy when fed [0.95]\n"
+    "  --mem F            fraction of the free memory the job's PyTorch cache holds [0.87]\n"
     "  --query-gpu=...    fields as nvidia-smi: index, name, uuid, pci.bus_id, driver_version,\n"
     "                     memory.total/used/free, temperature.gpu, utilization.gpu/memory,\n"
     "                     power.draw/limit, clocks.sm, clocks.max.sm, pstate, compute_cap,\n"
-    "                     ecc.errors.(un)corrected.volatile.total, clocks_throttle_reasons.active\n"
+    "                     ecc.errors.(un)corrected.volatile.total, clocks_throttle_reasons.active,\n"
+    "                     gpuplan.sku (the catalog SKU the device matches)\n"
     "  topo -m            the GPU interconnect matrix (NV# or PHB)\n"
     "  dmon [-c N]        N one-second samples of power, temperature, utilisation, clocks [5]\n";
 
@@ -370,6 +381,7 @@ int cmd_smi(cli *c, int argc, char **argv) {
   memset(&o, 0, sizeof o);
   o.load_s = 600;
   o.busy = 0.95;
+  o.mem_used = 0.87;
   o.torch_cuda = 12.1;
   for (i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -476,6 +488,7 @@ int cmd_doctor(cli *c, int argc, char **argv) {
   memset(&o, 0, sizeof o);
   o.load_s = 600;
   o.busy = 0.95;
+  o.mem_used = 0.87;
   o.torch_cuda = 12.1;
   for (i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {

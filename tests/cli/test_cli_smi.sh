@@ -42,6 +42,17 @@ check "doctor: no device" 1 "CUDA_ERROR_NO_DEVICE" -- \
 check "doctor: driver/library mismatch" 1 "do not match" -- \
   env GPUPLAN_LIBCUDA="$fake" FAKE_CUDA_MODE=mismatch "$gp" doctor
 
+# a step program with real allocations on the (fake) card: predicted vs actual
+check "simulate --on cuda" 0 "predicted     27700 MiB   on the card     27700 MiB" -- \
+  env GPUPLAN_LIBCUDA="$fake" "$gp" simulate llama-2-7b --gpu a100-40gb --zero 3 --gpus 4 --recompute full --on cuda
+check "simulate --on cuda, OOM on both" 0 "predicted yes, on the card yes" -- \
+  env GPUPLAN_LIBCUDA="$fake" "$gp" simulate llama-2-7b --gpu a100-40gb --on cuda
+check "simulate --on cuda:1 missing" 1 "device: 1 is not in 0..0" -- \
+  env GPUPLAN_LIBCUDA="$fake" "$gp" simulate llama-2-7b --gpu a100-40gb --on cuda:1
+check "simulate --on without a driver" 1 "no NVIDIA driver" -- \
+  env GPUPLAN_LIBCUDA=/nonexistent/libcuda.so.1 "$gp" simulate llama-2-7b --gpu a100-40gb --on cuda
+check "simulate --on bad" 2 "is not cuda or cuda:N" -- "$gp" simulate llama-2-7b --gpu a100-40gb --on rocm
+
 # a healthy simulated node
 check "smi healthy" 0 "P0" -- "$gp" smi --sim a100-80gb:8
 check "doctor healthy" 0 "0 failure(s)" -- "$gp" doctor --sim a100-80gb:8
