@@ -8,9 +8,11 @@
  * injectable faults (--fault NAME[@GPU]): the seven problems of the seed
  * article, each showing its symptom here and its diagnosis in doctor.
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -113,20 +115,44 @@ static int machine_open(cli *c, const smi_opts *o, machine *m) {
   }
 }
 
-static const char *driver_string(const machine *m) { return m->sim ? "535.161.08" : "N/A"; }
+/* Telemetry of device i through the backend (NVML or the mock's model);
+ * 1 when available. */
+static int telemetry(machine *m, int i, gpuplan_device_telemetry *t) {
+  return gpuplan_backend_telemetry(m->backend, i, t) == GPUPLAN_OK;
+}
+
+static const char *driver_string(machine *m, char *buf, size_t cap) {
+  gpuplan_device_telemetry t;
+  if (m->ndev > 0 && telemetry(m, 0, &t) && t.driver_version[0]) snprintf(buf, cap, "%s", t.driver_version);
+  else snprintf(buf, cap, "N/A");
+  return buf;
+}
+
+/* Memory as nvidia-smi counts it: what the driver has handed out. */
+static void memory_of(machine *m, int i, const gpuplan_device_info *info, uint64_t *used, uint64_t *others) {
+  *used = info->total_bytes - info->free_bytes;
+  *others = 0;
+  if (m->sim) {
+    gpuplan_sim_memory mem;
+    gpuplan_sim_memory_info(m->sim, i, &mem);
+    *used = mem.used;
+    *others = mem.others;
+  }
+}
 
 /* --- the nvidia-smi table ---------------------------------------------------- */
 
 static void smi_table(cli *c, machine *m) {
   gpuplan_driver_info drv;
+  char dv[32];
   int i;
   gpuplan_backend_driver(m->backend, &drv);
+  driver_string(m, dv, sizeof dv);
   printf("+-----------------------------------------------------------------------------------------+\n");
   {
-    char title[128];
-    snprintf(title, sizeof title, "NVIDIA-SMI %s  Driver Version: %s  CUDA Version: %d.%d  %s", driver_string(m),
-             driver_string(m), drv.cuda_version / 1000, drv.cuda_version % 1000 / 10,
-             m->sim ? "(gpuplan mock)" : "(gpuplan, driver API)");
+    char title[160];
+    snprintf(title, sizeof title, "NVIDIA-SMI %s  Driver Version: %s  CUDA Version: %d.%d  %s", dv, dv,
+             drv.cuda_version / 1000, drv.cuda_version % 1000 / 10, m->sim ? "(gpuplan mock)" : "(gpuplan)");
     printf("| %-87.87s |\n", title);
   }
   printf("|-----------------------------------------+------------------------+----------------------|\n");
@@ -135,26 +161,23 @@ static void smi_table(cli *c, machine *m) {
   printf("|=========================================+========================+======================|\n");
   for (i = 0; i < m->ndev; i++) {
     gpuplan_device_info info;
-    char name[40], temp[8] = "  N/A", perf[4] = "N/A", pwr[24] = "N/A", util[8] = "N/A", ecc[8] = "N/A";
-    double used;
+    gpuplan_device_telemetry t;
+    char name[40], temp[16] = "  N/A", perf[16] = "N/A", pwr[48] = "N/A", util[16] = "N/A", ecc[24] = "N/A";
+    uint64_t used, others;
     if (gpuplan_backend_device_info(m->backend, i, c->cat, &info)) continue;
     snprintf(name, sizeof name, "%.28s", info.name);
-    used = (double)(info.total_bytes - info.free_bytes);
-    if (m->sim) {
-      gpuplan_sim_telemetry t;
-      gpuplan_sim_memory mem;
-      gpuplan_sim_telemetry_read(m->sim, i, &t);
-      gpuplan_sim_memory_info(m->sim, i, &mem);
-      used = (double)mem.used;
-      snprintf(temp, sizeof temp, "%3.0fC", t.temperature_c);
-      snprintf(perf, sizeof perf, "P%d", t.pstate);
-      snprintf(pwr, sizeof pwr, "%4.0fW / %4.0fW", t.power_w, t.power_limit_w);
-      snprintf(util, sizeof util, "%3.0f%%", 100 * t.gpu_util);
-      snprintf(ecc, sizeof ecc, "%llu", (unsigned long long)t.ecc_uncorrected);
+    memory_of(m, i, &info, &used, &others);
+    if (telemetry(m, i, &t)) {
+      if (isfinite(t.temperature_c)) snprintf(temp, sizeof temp, "%3.0fC", t.temperature_c);
+      if (t.pstate >= 0) snprintf(perf, sizeof perf, "P%d", t.pstate);
+      if (isfinite(t.power_w) && isfinite(t.power_limit_w))
+        snprintf(pwr, sizeof pwr, "%4.0fW / %4.0fW", t.power_w, t.power_limit_w);
+      if (isfinite(t.gpu_util)) snprintf(util, sizeof util, "%3.0f%%", 100 * t.gpu_util);
+      if (t.ecc_uncorrected >= 0) snprintf(ecc, sizeof ecc, "%lld", t.ecc_uncorrected);
     }
     printf("| %3d  %-28.28s  On   | %-17s  Off | %20s |\n", i, name, info.pci_bus_id, ecc);
-    printf("| N/A  %5s  %-4s %22s | %7.0fMiB / %6.0fMiB | %7s      Default |\n", temp, perf, pwr, used / MiB,
-           (double)info.total_bytes / MiB, util);
+    printf("| N/A  %5s  %-4s %22s | %7.0fMiB / %6.0fMiB | %7s      Default |\n", temp, perf, pwr,
+           (double)used / MiB, (double)info.total_bytes / MiB, util);
     printf("+-----------------------------------------+------------------------+----------------------+\n");
   }
   printf("\n+-----------------------------------------------------------------------------------------+\n");
@@ -172,7 +195,7 @@ static void smi_table(cli *c, machine *m) {
         any = 1;
       }
     }
-    if (!any) printf("| %-87s |\n", " No running processes found");
+    if (!any) printf("| %-87s |\n", m->sim ? " No running processes found" : " (process list: not read by this build)");
   }
   printf("+-----------------------------------------------------------------------------------------+\n");
 }
@@ -231,18 +254,19 @@ static int smi_query(cli *c, machine *m, const char *fields, const char *format)
   }
   for (i = 0; i < m->ndev; i++) {
     gpuplan_device_info info;
-    gpuplan_sim_telemetry t;
+    gpuplan_device_telemetry t;
     gpuplan_sim_memory mem;
-    int tel = 0;
+    uint64_t used, others;
+    char dv[32];
+    int tel;
     if (gpuplan_backend_device_info(m->backend, i, c->cat, &info)) continue;
+    memory_of(m, i, &info, &used, &others);
     memset(&mem, 0, sizeof mem);
     mem.total = info.total_bytes;
-    mem.used = info.total_bytes - info.free_bytes;
+    mem.used = used;
     mem.free = info.free_bytes;
-    if (m->sim) {
-      tel = gpuplan_sim_telemetry_read(m->sim, i, &t) == GPUPLAN_OK;
-      gpuplan_sim_memory_info(m->sim, i, &mem);
-    }
+    tel = telemetry(m, i, &t);
+    driver_string(m, dv, sizeof dv);
     for (k = 0; k < nq; k++) {
       const char *n = q[k]->name;
       const char *u = units ? q[k]->unit : "";
@@ -252,13 +276,14 @@ static int smi_query(cli *c, machine *m, const char *fields, const char *format)
       else if (!strcmp(n, "name")) printf("%s", info.name);
       else if (!strcmp(n, "uuid")) printf("%s", info.uuid);
       else if (!strcmp(n, "pci.bus_id")) printf("%s", info.pci_bus_id);
-      else if (!strcmp(n, "driver_version")) printf("%s", driver_string(m));
+      else if (!strcmp(n, "driver_version")) printf("%s", dv);
       else if (!strcmp(n, "memory.total")) printf("%.0f%s%s", (double)mem.total / MiB, sp, u);
       else if (!strcmp(n, "memory.used")) printf("%.0f%s%s", (double)mem.used / MiB, sp, u);
       else if (!strcmp(n, "memory.free")) printf("%.0f%s%s", (double)mem.free / MiB, sp, u);
       else if (!strcmp(n, "compute_cap")) printf("%d.%d", info.cc_major, info.cc_minor);
       else if (!strcmp(n, "gpuplan.sku")) printf("%s", info.sku ? info.sku->id : "[unknown]");
-      else if (!strcmp(n, "clocks.max.sm")) printf("%d%s%s", tel ? t.max_sm_clock_mhz : info.clock_mhz, sp, u);
+      else if (!strcmp(n, "clocks.max.sm"))
+        printf("%d%s%s", tel && t.max_sm_clock_mhz > 0 ? t.max_sm_clock_mhz : info.clock_mhz, sp, u);
       else if (!tel) printf("[N/A]");
       else if (!strcmp(n, "temperature.gpu")) printf("%.0f", t.temperature_c);
       else if (!strcmp(n, "utilization.gpu")) printf("%.0f%s%s", 100 * t.gpu_util, sp, u);
@@ -267,9 +292,9 @@ static int smi_query(cli *c, machine *m, const char *fields, const char *format)
       else if (!strcmp(n, "power.limit")) printf("%.2f%s%s", t.power_limit_w, sp, u);
       else if (!strcmp(n, "clocks.sm")) printf("%d%s%s", t.sm_clock_mhz, sp, u);
       else if (!strcmp(n, "pstate")) printf("P%d", t.pstate);
-      else if (!strcmp(n, "ecc.errors.uncorrected.volatile.total")) printf("%llu", (unsigned long long)t.ecc_uncorrected);
-      else if (!strcmp(n, "ecc.errors.corrected.volatile.total")) printf("%llu", (unsigned long long)t.ecc_corrected);
-      else if (!strcmp(n, "clocks_throttle_reasons.active")) printf("0x%016x", t.throttle);
+      else if (!strcmp(n, "ecc.errors.uncorrected.volatile.total")) printf("%lld", t.ecc_uncorrected);
+      else if (!strcmp(n, "ecc.errors.corrected.volatile.total")) printf("%lld", t.ecc_corrected);
+      else if (!strcmp(n, "clocks_throttle_reasons.active")) printf("0x%016llx", (unsigned long long)t.throttle);
     }
     printf("\n");
   }
@@ -286,18 +311,14 @@ static void smi_topo(machine *m) {
   for (i = 0; i < m->ndev; i++) {
     printf("GPU%-3d ", i);
     for (k = 0; k < m->ndev; k++) {
-      gpuplan_sim_telemetry a, b;
+      gpuplan_device_telemetry a, b;
       if (i == k) {
         printf("  X    ");
         continue;
       }
-      memset(&a, 0, sizeof a);
-      memset(&b, 0, sizeof b);
-      if (m->sim) {
-        gpuplan_sim_telemetry_read(m->sim, i, &a);
-        gpuplan_sim_telemetry_read(m->sim, k, &b);
-      }
-      if (a.nvlink_up && b.nvlink_up) printf(" NV%-4d", a.nvlink_up < b.nvlink_up ? a.nvlink_up : b.nvlink_up);
+      if (!telemetry(m, i, &a)) a.nvlink_up = 0;
+      if (!telemetry(m, k, &b)) b.nvlink_up = 0;
+      if (a.nvlink_up > 0 && b.nvlink_up > 0) printf(" NV%-4d", a.nvlink_up < b.nvlink_up ? a.nvlink_up : b.nvlink_up);
       else printf(" PHB   ");
     }
     printf("\n");
@@ -309,14 +330,19 @@ static void smi_topo(machine *m) {
 static void smi_dmon(machine *m, int count) {
   int s, i;
   printf("# gpu    pwr  gtemp     sm    mem   mclk   pclk\n# Idx      W      C      %%      %%    MHz    MHz\n");
-  for (s = 0; s < count; s++)
+  for (s = 0; s < count; s++) {
+    if (s && !m->sim) {
+      struct timespec one = {1, 0};
+      nanosleep(&one, NULL); /* a real device: one sample a second */
+    }
     for (i = 0; i < m->ndev; i++) {
-      gpuplan_sim_telemetry t;
-      gpuplan_sim_run(m->sim, i, 1.0, 0.95, NULL);
-      gpuplan_sim_telemetry_read(m->sim, i, &t);
+      gpuplan_device_telemetry t;
+      if (m->sim) gpuplan_sim_run(m->sim, i, 1.0, 0.95, NULL); /* one simulated second */
+      if (!telemetry(m, i, &t)) continue;
       printf("  %3d  %5.0f  %5.0f  %5.0f  %5.0f  %5d  %5d\n", i, t.power_w, t.temperature_c, 100 * t.gpu_util,
              100 * t.mem_util, 1593, t.sm_clock_mhz);
     }
+  }
 }
 
 /* --- argument parsing shared by smi and doctor ------------------------------------- */
@@ -413,9 +439,12 @@ int cmd_smi(cli *c, int argc, char **argv) {
     return 9; /* nvidia-smi's exit status when the driver is not loaded */
   }
   if ((dmon || topo) && !m.sim) {
-    machine_close(&m);
-    return cli_fail(c, EXIT_RUNTIME, "smi: topo and dmon need NVML, which this build does not read yet; "
-                                     "use them with --sim, or nvidia-smi itself");
+    gpuplan_device_telemetry t;
+    if (m.ndev > 0 && gpuplan_backend_telemetry(m.backend, 0, &t) != GPUPLAN_OK) {
+      rc = cli_fail(c, EXIT_RUNTIME, "smi: %s", gpuplan_errmsg(c->ctx));
+      machine_close(&m);
+      return rc;
+    }
   }
   if (query) rc = smi_query(c, &m, query, format);
   else if (topo) smi_topo(&m);
@@ -536,43 +565,41 @@ int cmd_doctor(cli *c, int argc, char **argv) {
   if (m.ndev < 1) finding(&r, "FAIL", "the driver sees no GPU", "check CUDA_VISIBLE_DEVICES and the VM size");
   for (i = 0; i < m.ndev; i++) {
     gpuplan_device_info info;
-    gpuplan_sim_telemetry t;
-    gpuplan_sim_memory mem;
+    gpuplan_device_telemetry t;
     const char *msg = NULL;
+    uint64_t used, others;
+    int tel;
     if (gpuplan_backend_device_info(m.backend, i, c->cat, &info)) continue;
     snprintf(buf, sizeof buf, "GPU %d: %s, %.0f MiB, compute capability %d.%d%s%s", i, info.name,
              (double)info.total_bytes / MiB, info.cc_major, info.cc_minor, info.sku ? ", catalog " : "",
              info.sku ? info.sku->id : "");
     finding(&r, "ok", buf, NULL);
-    if (!m.sim) {
-      double used = (double)(info.total_bytes - info.free_bytes);
-      if (used > 0.1 * (double)info.total_bytes) {
-        snprintf(buf, sizeof buf, "GPU %d: %.0f MiB already in use before this job", i, used / MiB);
-        finding(&r, "WARN", buf, "list processes with nvidia-smi; stop leftover jobs or notebook kernels");
-      }
-      continue;
+    tel = gpuplan_backend_telemetry(m.backend, i, &t) == GPUPLAN_OK;
+    if (!tel && i == 0) {
+      snprintf(buf, sizeof buf, "no telemetry (%s): ECC, NVLink and throttling not checked", gpuplan_errmsg(c->ctx));
+      finding(&r, "WARN", buf, "install the NVIDIA driver's NVML (libnvidia-ml.so.1), part of every driver package");
     }
-    /* a short probe run shows what the framework would print */
-    if (gpuplan_sim_run(m.sim, i, 0.0, 0.95, &msg) != GPUPLAN_OK && msg) {
-      if (gpuplan_sim_has_fault(m.sim, i, GPUPLAN_FAULT_CUDA_MISMATCH)) {
-        snprintf(buf, sizeof buf, "GPU %d: %s: the framework has no kernels for compute capability %d.%d", i, msg,
-                 info.cc_major, info.cc_minor);
-        finding(&r, "FAIL", buf,
-                "collect the three versions (nvidia-smi, nvcc --version, python -c \"import torch; "
-                "print(torch.version.cuda, torch.cuda.get_arch_list())\"); install a build whose arch list includes "
-                "this GPU, or use a known-good NGC container");
-      } else if (gpuplan_sim_has_fault(m.sim, i, GPUPLAN_FAULT_ECC)) {
-        gpuplan_sim_telemetry_read(m.sim, i, &t);
-        snprintf(buf, sizeof buf, "GPU %d: %llu uncorrected ECC errors (volatile); jobs fail with \"%s\"", i,
-                 (unsigned long long)t.ecc_uncorrected, msg);
-        finding(&r, "FAIL", buf,
-                "drain the node (scontrol update nodename=... state=drain), check nvidia-smi -q -d ECC and page "
-                "retirement; in the cloud open a ticket for host replacement; count on downtime");
-      }
+    /* a mock device: a short probe run shows what the framework would print */
+    if (m.sim && gpuplan_sim_run(m.sim, i, 0.0, 0.95, &msg) != GPUPLAN_OK && msg &&
+        gpuplan_sim_has_fault(m.sim, i, GPUPLAN_FAULT_CUDA_MISMATCH)) {
+      snprintf(buf, sizeof buf, "GPU %d: %s: the framework has no kernels for compute capability %d.%d", i, msg,
+               info.cc_major, info.cc_minor);
+      finding(&r, "FAIL", buf,
+              "collect the three versions (nvidia-smi, nvcc --version, python -c \"import torch; "
+              "print(torch.version.cuda, torch.cuda.get_arch_list())\"); install a build whose arch list includes "
+              "this GPU, or use a known-good NGC container");
     }
-    gpuplan_sim_telemetry_read(m.sim, i, &t);
-    gpuplan_sim_memory_info(m.sim, i, &mem);
-    if (t.nvlink_links > 0 && t.nvlink_up == 0) {
+    if (tel && t.ecc_uncorrected > 0) {
+      snprintf(buf, sizeof buf,
+               "GPU %d: %lld uncorrected ECC errors (volatile); jobs fail with \"RuntimeError: CUDA error: "
+               "uncorrectable ECC error encountered\"", i, t.ecc_uncorrected);
+      finding(&r, "FAIL", buf,
+              "drain the node (scontrol update nodename=... state=drain), check nvidia-smi -q -d ECC and page "
+              "retirement; in the cloud open a ticket for host replacement; count on downtime");
+    }
+    if (tel && t.nvlink_links > 0 && t.nvlink_up == 0) {
+      double w, wo;
+      int tp;
       snprintf(buf, sizeof buf,
                "GPU %d: NVLink not detected (0 of %d links up): topo -m shows PHB, tensor-parallel traffic goes over "
                "PCIe", i, t.nvlink_links);
@@ -580,40 +607,47 @@ int cmd_doctor(cli *c, int argc, char **argv) {
               "check the VM series (ND has NVLink/NVSwitch, NC and NV do not), nvidia-smi nvlink -s, and the "
               "fabric manager (systemctl status nvidia-fabricmanager) on NVSwitch systems; keep tp within one "
               "NVLink domain (gpuplan topo --layout)");
-      {
-        double w, wo;
-        int tp;
-        if (info.sku && nvlink_impact(c, info.sku, m.ndev, &w, &wo, &tp) == 0) {
-          snprintf(buf, sizeof buf,
-                   "GPU %d: the cost, by the performance model: Llama-2-13B with tp %d, 256 sequences per step, "
-                   "%.2f s per step on NVLink, %.2f s on PCIe (%.0f%% slower)", i, tp, w, wo, 100 * (wo / w - 1));
-          finding(&r, "info", buf, NULL);
-        }
+      if (info.sku && nvlink_impact(c, info.sku, m.ndev, &w, &wo, &tp) == 0) {
+        snprintf(buf, sizeof buf,
+                 "GPU %d: the cost, by the performance model: Llama-2-13B with tp %d, 256 sequences per step, "
+                 "%.2f s per step on NVLink, %.2f s on PCIe (%.0f%% slower)", i, tp, w, wo, 100 * (wo / w - 1));
+        finding(&r, "info", buf, NULL);
       }
     }
-    if (t.throttle & (GPUPLAN_THROTTLE_SW_THERMAL | GPUPLAN_THROTTLE_HW_SLOWDOWN)) {
-      snprintf(buf, sizeof buf,
-               "GPU %d: thermal throttling: %.0f C, P%d, SM clock %d of %d MHz (steps %.0f%% slower)", i,
-               t.temperature_c, t.pstate, t.sm_clock_mhz, t.max_sm_clock_mhz, 100 * (1 / t.speed - 1));
+    if (tel && t.throttle > 0 && (t.throttle & (GPUPLAN_THROTTLE_SW_THERMAL | GPUPLAN_THROTTLE_HW_SLOWDOWN |
+                                               GPUPLAN_THROTTLE_HW_THERMAL))) {
+      double slower = t.sm_clock_mhz > 0 && t.max_sm_clock_mhz > 0
+                          ? 100.0 * ((double)t.max_sm_clock_mhz / t.sm_clock_mhz - 1) : NAN;
+      if (m.sim) {
+        gpuplan_sim_telemetry st;
+        gpuplan_sim_telemetry_read(m.sim, i, &st);
+        slower = 100 * (1 / st.speed - 1);
+      }
+      snprintf(buf, sizeof buf, "GPU %d: thermal throttling: %.0f C, P%d, SM clock %d of %d MHz (steps %.0f%% slower)",
+               i, t.temperature_c, t.pstate, t.sm_clock_mhz, t.max_sm_clock_mhz, slower);
       finding(&r, "FAIL", buf,
               "check inlet temperature and fans (nvidia-smi -q -d TEMPERATURE,PERFORMANCE); in the cloud this "
               "is a ticket for the provider; meanwhile drain the node from tightly coupled jobs");
     }
-    if (o.load_s > 0 && t.gpu_util > 0 && t.gpu_util < 0.5) {
+    if (m.sim && tel && o.load_s > 0 && t.gpu_util > 0 && t.gpu_util < 0.5) {
       snprintf(buf, sizeof buf, "GPU %d: utilisation %.0f%% under a training load: the input pipeline starves the GPU",
                i, 100 * t.gpu_util);
       finding(&r, "FAIL", buf,
               "raise DataLoader num_workers, pin_memory=True, cache the dataset on local NVMe, use a streaming "
               "format (WebDataset, MDS), prefetch; profile with torch.profiler to confirm");
     }
-    if (mem.others > mem.total / 10) {
+    memory_of(&m, i, &info, &used, &others);
+    if (m.sim && others > info.total_bytes / 10) {
       snprintf(buf, sizeof buf,
                "GPU %d: other processes hold %.0f MiB of %.0f MiB: this job will hit CUDA out of memory", i,
-               (double)mem.others / MiB, (double)mem.total / MiB);
+               (double)others / MiB, (double)info.total_bytes / MiB);
       finding(&r, "FAIL", buf,
               "find them (nvidia-smi --query-compute-apps=pid,used_memory --format=csv), stop leftover ranks and "
               "notebook kernels; then size the job with gpuplan plan (the fix ladder: micro-batch, checkpointing, "
               "ZeRO, bf16, bigger GPU)");
+    } else if (!m.sim && used > info.total_bytes / 10) {
+      snprintf(buf, sizeof buf, "GPU %d: %.0f MiB already in use before this job", i, (double)used / MiB);
+      finding(&r, "WARN", buf, "list processes with nvidia-smi; stop leftover jobs or notebook kernels");
     }
   }
   machine_close(&m);

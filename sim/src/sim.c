@@ -449,7 +449,33 @@ static int mock_memory(void *self, int dev, const gpuplan_device_ops **out) {
   return GPUPLAN_OK;
 }
 
-static const gpuplan_backend_ops mock_ops = {"mock", mock_driver, mock_count, mock_info, mock_memory, NULL};
+static int mock_telemetry(void *self, int dev, gpuplan_device_telemetry *out) {
+  gpuplan_sim *s = (gpuplan_sim *)self;
+  gpuplan_sim_telemetry t;
+  gpuplan_driver_info drv;
+  int rc = mock_driver(self, &drv);
+  if (rc) return rc;
+  if (gpuplan_sim_telemetry_read(s, dev, &t))
+    return gpuplan_seterror(s->ctx, GPUPLAN_EINVAL, "device: %d is not in 0..%d", dev, s->n - 1);
+  out->temperature_c = t.temperature_c;
+  out->power_w = t.power_w;
+  out->power_limit_w = t.power_limit_w;
+  out->sm_clock_mhz = t.sm_clock_mhz;
+  out->max_sm_clock_mhz = t.max_sm_clock_mhz;
+  out->pstate = t.pstate;
+  out->gpu_util = t.gpu_util;
+  out->mem_util = t.mem_util;
+  out->throttle = t.throttle;
+  out->ecc_uncorrected = (long long)t.ecc_uncorrected;
+  out->ecc_corrected = (long long)t.ecc_corrected;
+  out->nvlink_links = t.nvlink_links;
+  out->nvlink_up = t.nvlink_up;
+  snprintf(out->driver_version, sizeof out->driver_version, "535.161.08");
+  return GPUPLAN_OK;
+}
+
+static const gpuplan_backend_ops mock_ops = {"mock", mock_driver, mock_count, mock_info, mock_memory, NULL,
+                                             mock_telemetry};
 
 int gpuplan_sim_backend(gpuplan_sim *s, gpuplan_backend **out) {
   if (!s || !out) return GPUPLAN_EMISUSE;

@@ -2,10 +2,11 @@
 # End-to-end checks of `gpuplan smi` and `gpuplan doctor`: no driver, the
 # fake driver, and each of the seven faults from the CLI with its symptom in
 # smi and its diagnosis in doctor.
-#   test_cli_smi.sh GPUPLAN TMPDIR FAKE_LIBCUDA
+#   test_cli_smi.sh GPUPLAN TMPDIR FAKE_LIBCUDA FAKE_LIBNVML
 gp=$1
 tmp=$2
 fake=$3
+nvml=$4
 fails=0
 pass=0
 
@@ -41,6 +42,26 @@ check "doctor: no device" 1 "CUDA_ERROR_NO_DEVICE" -- \
   env GPUPLAN_LIBCUDA="$fake" FAKE_CUDA_MODE=nodevice "$gp" doctor
 check "doctor: driver/library mismatch" 1 "do not match" -- \
   env GPUPLAN_LIBCUDA="$fake" FAKE_CUDA_MODE=mismatch "$gp" doctor
+
+# NVML telemetry on the fake driver: the same symptoms on "real" devices
+check "smi NVML table" 0 "42C  P0              72W /  400W" -- \
+  env GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" "$gp" smi
+check "smi NVML driver version" 0 "Driver Version: 550.54.15" -- \
+  env GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" "$gp" smi
+check "smi NVML query" 0 "^88, P2, 990 MHz, 3$" -- \
+  env GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" FAKE_NVML_TEMP=88 FAKE_NVML_PSTATE=2 FAKE_NVML_CLOCK=990 \
+  FAKE_NVML_ECC=3 "$gp" smi --query-gpu=temperature.gpu,pstate,clocks.sm,ecc.errors.uncorrected.volatile.total \
+  --format=csv,noheader
+check "topo on NVML" 0 "NV12" -- env GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" FAKE_CUDA_DEVICES=2 "$gp" smi topo -m
+check "topo on NVML, links down" 0 "PHB" -- \
+  env GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" FAKE_CUDA_DEVICES=2 FAKE_NVML_NVLINK_UP=0 "$gp" smi topo -m
+check "dmon on NVML" 0 "1410" -- env GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" "$gp" smi dmon -c 1
+check "doctor on NVML: ECC, NVLink, thermal" 1 "3 failure(s)" -- \
+  env GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" FAKE_NVML_ECC=1 FAKE_NVML_NVLINK_UP=0 FAKE_NVML_TEMP=88 \
+  FAKE_NVML_THROTTLE=40 FAKE_NVML_CLOCK=990 FAKE_NVML_PSTATE=2 "$gp" doctor
+check "doctor on NVML, healthy" 0 "0 failure(s)" -- env GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" "$gp" doctor
+check "topo without NVML" 1 "NVML unavailable" -- \
+  env GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML=/nonexistent/libnvidia-ml.so.1 "$gp" smi topo -m
 
 # a step program with real allocations on the (fake) card: predicted vs actual
 check "simulate --on cuda" 0 "predicted     27700 MiB   on the card     27700 MiB" -- \

@@ -8,6 +8,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,71 @@ static void test_cuda__failure_modes(void **state) {
   assert_int_equal(live(), 0);
 }
 
+static int nvml_inited(void) {
+  void *h = dlopen(getenv("GPUPLAN_LIBNVML"), RTLD_NOW | RTLD_NOLOAD);
+  int (*fn)(void);
+  int n;
+  if (!h) return 0; /* unloaded: nothing initialised */
+  *(void **)(&fn) = dlsym(h, "fake_nvml_inited");
+  n = fn ? fn() : -1;
+  dlclose(h);
+  return n;
+}
+
+static void test_cuda__nvml_telemetry(void **state) {
+  fixture *f = *state;
+  gpuplan_backend *b = NULL;
+  gpuplan_device_telemetry t;
+  const char *nvml = getenv("GPUPLAN_LIBNVML");
+  assert_non_null(nvml);
+  setenv("FAKE_NVML_TEMP", "86", 1);
+  setenv("FAKE_NVML_PSTATE", "2", 1);
+  setenv("FAKE_NVML_CLOCK", "1005", 1);
+  setenv("FAKE_NVML_THROTTLE", "40", 1); /* SW thermal | HW slowdown */
+  setenv("FAKE_NVML_ECC", "3", 1);
+  setenv("FAKE_NVML_NVLINK_UP", "0", 1);
+  assert_int_equal(gpuplan_backend_open_cuda(f->ctx, fake_path(), &b), GPUPLAN_OK);
+  assert_int_equal(gpuplan_backend_telemetry(b, 1, &t), GPUPLAN_OK);
+  assert_true(t.temperature_c == 86);
+  assert_true(t.power_w == 72 && t.power_limit_w == 400);
+  assert_true(fabs(t.gpu_util - 0.94) < 1e-9);
+  assert_int_equal(t.sm_clock_mhz, 1005);
+  assert_int_equal(t.max_sm_clock_mhz, 1410);
+  assert_int_equal(t.pstate, 2);
+  assert_int_equal(t.throttle, GPUPLAN_THROTTLE_SW_THERMAL | GPUPLAN_THROTTLE_HW_SLOWDOWN);
+  assert_int_equal(t.ecc_uncorrected, 3);
+  assert_int_equal(t.ecc_corrected, 0);
+  assert_int_equal(t.nvlink_links, 12);
+  assert_int_equal(t.nvlink_up, 0);
+  assert_string_equal(t.driver_version, "550.54.15");
+  assert_int_equal(gpuplan_backend_telemetry(b, 2, &t), GPUPLAN_EINVAL);
+  assert_int_equal(nvml_inited(), 1);
+  gpuplan_backend_free(b);
+  assert_int_equal(nvml_inited(), 0); /* nvmlShutdown, dlclose */
+  unsetenv("FAKE_NVML_TEMP");
+  unsetenv("FAKE_NVML_PSTATE");
+  unsetenv("FAKE_NVML_CLOCK");
+  unsetenv("FAKE_NVML_THROTTLE");
+  unsetenv("FAKE_NVML_ECC");
+  unsetenv("FAKE_NVML_NVLINK_UP");
+  /* NVML missing or failing: telemetry says why, the rest still works */
+  setenv("GPUPLAN_LIBNVML", "/nonexistent/libnvidia-ml.so.1", 1);
+  assert_int_equal(gpuplan_backend_open_cuda(f->ctx, fake_path(), &b), GPUPLAN_OK);
+  assert_int_equal(gpuplan_backend_telemetry(b, 0, &t), GPUPLAN_EUNSUPPORTED);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "NVML unavailable"));
+  assert_true(isnan(t.temperature_c));
+  assert_int_equal(t.pstate, -1);
+  gpuplan_backend_free(b);
+  setenv("GPUPLAN_LIBNVML", nvml, 1);
+  setenv("FAKE_NVML_MODE", "initfail", 1);
+  assert_int_equal(gpuplan_backend_open_cuda(f->ctx, fake_path(), &b), GPUPLAN_OK);
+  assert_int_equal(gpuplan_backend_telemetry(b, 0, &t), GPUPLAN_EUNSUPPORTED);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "nvmlInit"));
+  gpuplan_backend_free(b);
+  unsetenv("FAKE_NVML_MODE");
+  assert_int_equal(live(), 0);
+}
+
 static void test_cuda__misuse(void **state) {
   fixture *f = *state;
   gpuplan_backend *b;
@@ -238,6 +304,7 @@ int main(void) {
     T(test_cuda__backend_frees_what_is_left),
     T(test_cuda__never_asks_for_more_than_is_free),
     T(test_cuda__failure_modes),
+    T(test_cuda__nvml_telemetry),
     T(test_cuda__misuse),
     T(test_cuda__match_device_names),
 #undef T

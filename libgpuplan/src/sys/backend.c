@@ -11,6 +11,7 @@
  * implements exactly these.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,17 @@ int gpuplan_backend_device_info(gpuplan_backend *b, int dev, gpuplan_catalog *ca
     out->sku = NULL;
   gpuplan__clear(b->ctx);
   return GPUPLAN_OK;
+}
+
+int gpuplan_backend_telemetry(gpuplan_backend *b, int dev, gpuplan_device_telemetry *out) {
+  if (!b || !out) return GPUPLAN_EMISUSE;
+  memset(out, 0, sizeof *out);
+  out->temperature_c = out->power_w = out->power_limit_w = out->gpu_util = out->mem_util = NAN;
+  out->sm_clock_mhz = out->max_sm_clock_mhz = out->pstate = out->nvlink_links = out->nvlink_up = -1;
+  out->throttle = out->ecc_uncorrected = out->ecc_corrected = -1;
+  if (!b->ops->telemetry)
+    return gpuplan__error(b->ctx, GPUPLAN_EUNSUPPORTED, "telemetry: the %s backend has none", b->ops->kind);
+  return b->ops->telemetry(b->self, dev, out);
 }
 
 int gpuplan_backend_device_memory(gpuplan_backend *b, int dev, const gpuplan_device_ops **out) {
@@ -204,6 +216,31 @@ typedef struct cuda_device {
   size_t nallocs, cap;
 } cuda_device;
 
+/* NVML, loaded on the first telemetry call. */
+typedef int nvmlReturn_t;
+typedef void *nvmlDevice_t;
+typedef struct nvml_util {
+  unsigned gpu, memory;
+} nvml_util;
+
+typedef struct nvml_api {
+  nvmlReturn_t (*nvmlInit_v2)(void);
+  nvmlReturn_t (*nvmlShutdown)(void);
+  const char *(*nvmlErrorString)(nvmlReturn_t);
+  nvmlReturn_t (*nvmlSystemGetDriverVersion)(char *, unsigned);
+  nvmlReturn_t (*nvmlDeviceGetHandleByPciBusId_v2)(const char *, nvmlDevice_t *);
+  nvmlReturn_t (*nvmlDeviceGetTemperature)(nvmlDevice_t, int, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetPowerUsage)(nvmlDevice_t, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetEnforcedPowerLimit)(nvmlDevice_t, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetUtilizationRates)(nvmlDevice_t, nvml_util *);
+  nvmlReturn_t (*nvmlDeviceGetClockInfo)(nvmlDevice_t, int, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetMaxClockInfo)(nvmlDevice_t, int, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetPerformanceState)(nvmlDevice_t, int *);
+  nvmlReturn_t (*nvmlDeviceGetCurrentClocksThrottleReasons)(nvmlDevice_t, unsigned long long *);
+  nvmlReturn_t (*nvmlDeviceGetTotalEccErrors)(nvmlDevice_t, int, int, unsigned long long *);
+  nvmlReturn_t (*nvmlDeviceGetNvLinkState)(nvmlDevice_t, unsigned, int *);
+} nvml_api;
+
 typedef struct cuda_backend {
   gpuplan_ctx *ctx;
   void *lib;
@@ -211,6 +248,11 @@ typedef struct cuda_backend {
   cuda_api api;
   int count;
   cuda_device *devices;
+  void *nvml_lib;      /* NULL until loaded */
+  int nvml_state;      /* 0 not tried, 1 ready, -1 unavailable (nvml_why) */
+  char nvml_why[300];
+  char driver_version[32];
+  nvml_api nvml;
 } cuda_backend;
 
 static const char *cu_name(cuda_backend *c, CUresult r) {
@@ -390,12 +432,112 @@ static void cuda_close(void *self) {
   }
   gpuplan__free(c->ctx, c->devices);
 #ifdef GPUPLAN_HAVE_DLOPEN
+  if (c->nvml_lib) {
+    c->nvml.nvmlShutdown();
+    dlclose(c->nvml_lib);
+  }
   if (c->lib) dlclose(c->lib);
 #endif
   gpuplan__free(c->ctx, c);
 }
 
-static const gpuplan_backend_ops cuda_ops = {"cuda", cuda_driver, cuda_count, cuda_info, cuda_memory, cuda_close};
+static int nvml_open(cuda_backend *c) {
+#ifdef GPUPLAN_HAVE_DLOPEN
+  const char *lib = getenv("GPUPLAN_LIBNVML");
+  nvmlReturn_t r;
+  if (c->nvml_state) return c->nvml_state > 0 ? GPUPLAN_OK : GPUPLAN_EUNSUPPORTED;
+  if (!lib || !*lib) lib = "libnvidia-ml.so.1";
+  c->nvml_state = -1;
+  c->nvml_lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!c->nvml_lib) {
+    const char *why = dlerror();
+    snprintf(c->nvml_why, sizeof c->nvml_why, "cannot load %s (%s)", lib, why ? why : "not found");
+    return GPUPLAN_EUNSUPPORTED;
+  }
+#define NSYM(name)                                                                     \
+  do {                                                                                 \
+    *(void **)(&c->nvml.name) = dlsym(c->nvml_lib, #name);                             \
+    if (!c->nvml.name) {                                                               \
+      snprintf(c->nvml_why, sizeof c->nvml_why, "%s has no %s (NVML too old)", lib, #name); \
+      dlclose(c->nvml_lib);                                                            \
+      c->nvml_lib = NULL;                                                              \
+      return GPUPLAN_EUNSUPPORTED;                                                     \
+    }                                                                                  \
+  } while (0)
+  NSYM(nvmlInit_v2);
+  NSYM(nvmlShutdown);
+  NSYM(nvmlErrorString);
+  NSYM(nvmlSystemGetDriverVersion);
+  NSYM(nvmlDeviceGetHandleByPciBusId_v2);
+  NSYM(nvmlDeviceGetTemperature);
+  NSYM(nvmlDeviceGetPowerUsage);
+  NSYM(nvmlDeviceGetEnforcedPowerLimit);
+  NSYM(nvmlDeviceGetUtilizationRates);
+  NSYM(nvmlDeviceGetClockInfo);
+  NSYM(nvmlDeviceGetMaxClockInfo);
+  NSYM(nvmlDeviceGetPerformanceState);
+  NSYM(nvmlDeviceGetCurrentClocksThrottleReasons);
+  NSYM(nvmlDeviceGetTotalEccErrors);
+  NSYM(nvmlDeviceGetNvLinkState);
+#undef NSYM
+  if ((r = c->nvml.nvmlInit_v2()) != 0) {
+    snprintf(c->nvml_why, sizeof c->nvml_why, "nvmlInit: %s", c->nvml.nvmlErrorString(r));
+    dlclose(c->nvml_lib);
+    c->nvml_lib = NULL;
+    return GPUPLAN_EUNSUPPORTED;
+  }
+  if (c->nvml.nvmlSystemGetDriverVersion(c->driver_version, sizeof c->driver_version) != 0)
+    c->driver_version[0] = '\0';
+  c->nvml_state = 1;
+  return GPUPLAN_OK;
+#else
+  snprintf(c->nvml_why, sizeof c->nvml_why, "no dlopen on this platform");
+  return GPUPLAN_EUNSUPPORTED;
+#endif
+}
+
+/* NVML's device busId is "00000000:07:00.0", as gpuplan_device_info's. */
+static int cuda_telemetry(void *self, int dev, gpuplan_device_telemetry *out) {
+  cuda_backend *c = (cuda_backend *)self;
+  gpuplan_device_info info;
+  nvmlDevice_t h;
+  unsigned u = 0, link;
+  int ps = 0, st = 0, rc;
+  unsigned long long ull = 0;
+  nvml_util ut;
+  GPUPLAN_TRY(cuda_check_index(c, dev));
+  if (nvml_open(c)) return gpuplan__error(c->ctx, GPUPLAN_EUNSUPPORTED, "telemetry: NVML unavailable: %s", c->nvml_why);
+  memset(&info, 0, sizeof info);
+  if ((rc = cuda_info(self, dev, &info))) return rc;
+  if (c->nvml.nvmlDeviceGetHandleByPciBusId_v2(info.pci_bus_id, &h) != 0)
+    return gpuplan__error(c->ctx, GPUPLAN_ERROR, "telemetry: NVML has no device at %s", info.pci_bus_id);
+  snprintf(out->driver_version, sizeof out->driver_version, "%s", c->driver_version);
+  /* each query may be unsupported on a given card: the field stays unset */
+  if (!c->nvml.nvmlDeviceGetTemperature(h, 0, &u)) out->temperature_c = u;
+  if (!c->nvml.nvmlDeviceGetPowerUsage(h, &u)) out->power_w = u / 1000.0;
+  if (!c->nvml.nvmlDeviceGetEnforcedPowerLimit(h, &u)) out->power_limit_w = u / 1000.0;
+  if (!c->nvml.nvmlDeviceGetUtilizationRates(h, &ut)) {
+    out->gpu_util = ut.gpu / 100.0;
+    out->mem_util = ut.memory / 100.0;
+  }
+  if (!c->nvml.nvmlDeviceGetClockInfo(h, 1, &u)) out->sm_clock_mhz = (int)u;    /* NVML_CLOCK_SM */
+  if (!c->nvml.nvmlDeviceGetMaxClockInfo(h, 1, &u)) out->max_sm_clock_mhz = (int)u;
+  if (!c->nvml.nvmlDeviceGetPerformanceState(h, &ps)) out->pstate = ps;
+  if (!c->nvml.nvmlDeviceGetCurrentClocksThrottleReasons(h, &ull)) out->throttle = (long long)ull;
+  /* NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1, _CORRECTED = 0; NVML_VOLATILE_ECC = 0 */
+  if (!c->nvml.nvmlDeviceGetTotalEccErrors(h, 1, 0, &ull)) out->ecc_uncorrected = (long long)ull;
+  if (!c->nvml.nvmlDeviceGetTotalEccErrors(h, 0, 0, &ull)) out->ecc_corrected = (long long)ull;
+  out->nvlink_links = out->nvlink_up = 0;
+  for (link = 0; link < 18; link++) { /* NVML_NVLINK_MAX_LINKS */
+    if (c->nvml.nvmlDeviceGetNvLinkState(h, link, &st) != 0) break;
+    out->nvlink_links++;
+    if (st) out->nvlink_up++; /* NVML_FEATURE_ENABLED */
+  }
+  return GPUPLAN_OK;
+}
+
+static const gpuplan_backend_ops cuda_ops = {"cuda", cuda_driver, cuda_count, cuda_info, cuda_memory, cuda_close,
+                                             cuda_telemetry};
 
 int gpuplan_backend_open_cuda(gpuplan_ctx *ctx, const char *library, gpuplan_backend **out) {
   cuda_backend *c;

@@ -106,14 +106,8 @@ GPUPLAN_API int gpuplan_sim_inject(gpuplan_sim *sim, int dev, gpuplan_sim_fault 
 /** Whether device dev has fault f. */
 GPUPLAN_API int gpuplan_sim_has_fault(const gpuplan_sim *sim, int dev, gpuplan_sim_fault f);
 
-/** Throttle reasons, NVML's bits (nvmlClocksThrottleReasons). */
-#define GPUPLAN_THROTTLE_GPU_IDLE 0x1u
-#define GPUPLAN_THROTTLE_SW_POWER_CAP 0x4u
-#define GPUPLAN_THROTTLE_HW_SLOWDOWN 0x8u
-#define GPUPLAN_THROTTLE_SW_THERMAL 0x20u
-#define GPUPLAN_THROTTLE_HW_THERMAL 0x40u
-
-/** What nvidia-smi / NVML would report for a mock device now. */
+/** What nvidia-smi / NVML would report for a mock device now (the
+ * backend's telemetry, plus the mock's own speed and clock). */
 typedef struct gpuplan_sim_telemetry {
   double temperature_c;
   double power_w, power_limit_w;
@@ -121,7 +115,7 @@ typedef struct gpuplan_sim_telemetry {
   int pstate;                 /**< 0 = P0 (full speed), 2 = P2 (throttled), 8 = idle */
   double gpu_util;            /**< 0..1: time a kernel was running */
   double mem_util;            /**< 0..1: time memory was being read or written */
-  unsigned throttle;          /**< GPUPLAN_THROTTLE_* bits */
+  unsigned throttle;          /**< GPUPLAN_THROTTLE_* bits (gpuplan/sys/device.h) */
   uint64_t ecc_uncorrected;   /**< volatile uncorrected ECC errors */
   uint64_t ecc_corrected;
   int nvlink_links;           /**< NVLink links of the SKU (0 for PCIe cards) */

@@ -40,6 +40,33 @@ typedef struct gpuplan_driver_info {
   char library[256];      /**< the library loaded ("libcuda.so.1", a path, or "mock") */
 } gpuplan_driver_info;
 
+/** Throttle reasons, NVML's bits (nvmlClocksThrottleReasons). */
+#define GPUPLAN_THROTTLE_GPU_IDLE 0x1u
+#define GPUPLAN_THROTTLE_SW_POWER_CAP 0x4u
+#define GPUPLAN_THROTTLE_HW_SLOWDOWN 0x8u
+#define GPUPLAN_THROTTLE_SW_THERMAL 0x20u
+#define GPUPLAN_THROTTLE_HW_THERMAL 0x40u
+
+/**
+ * What nvidia-smi shows beyond memory: NVML on a real device, the thermal
+ * and load model on a mock one.  A field the source cannot give is NaN
+ * (reals) or -1 (integers).
+ */
+typedef struct gpuplan_device_telemetry {
+  double temperature_c;
+  double power_w, power_limit_w;
+  int sm_clock_mhz, max_sm_clock_mhz;
+  int pstate;                 /**< 0 = P0 (full speed) ... 8 = idle */
+  double gpu_util;            /**< 0..1: time a kernel was running */
+  double mem_util;            /**< 0..1: time device memory was read or written */
+  long long throttle;         /**< GPUPLAN_THROTTLE_* bits */
+  long long ecc_uncorrected;  /**< volatile uncorrected ECC errors */
+  long long ecc_corrected;
+  int nvlink_links;           /**< NVLink links the device has (0: none) */
+  int nvlink_up;              /**< links up */
+  char driver_version[32];    /**< "535.161.08", or "" */
+} gpuplan_device_telemetry;
+
 /** A backend's implementation; self is its state.  Used by sim/. */
 typedef struct gpuplan_backend_ops {
   const char *kind; /**< "cuda", "mock" */
@@ -50,6 +77,8 @@ typedef struct gpuplan_backend_ops {
   int (*device_memory)(void *self, int dev, const gpuplan_device_ops **out);
   /** Free everything the backend holds (device memory included). */
   void (*close)(void *self);
+  /** Telemetry of device dev (may be NULL: none). */
+  int (*telemetry)(void *self, int dev, gpuplan_device_telemetry *out);
 } gpuplan_backend_ops;
 
 typedef struct gpuplan_backend gpuplan_backend;
@@ -101,6 +130,15 @@ GPUPLAN_API int gpuplan_backend_device_info(gpuplan_backend *b, int dev, gpuplan
  * The ops stay valid until the backend is freed.
  */
 GPUPLAN_API int gpuplan_backend_device_memory(gpuplan_backend *b, int dev, const gpuplan_device_ops **out);
+
+/**
+ * Device dev's telemetry (all fields NaN/-1 first; the backend fills what
+ * it can).  The CUDA backend reads NVML (libnvidia-ml.so.1, or
+ * $GPUPLAN_LIBNVML), loaded at run time; without NVML it returns
+ * GPUPLAN_EUNSUPPORTED with the reason.
+ * @return GPUPLAN_OK, GPUPLAN_EINVAL (bad index), GPUPLAN_EUNSUPPORTED.
+ */
+GPUPLAN_API int gpuplan_backend_telemetry(gpuplan_backend *b, int dev, gpuplan_device_telemetry *out);
 
 /**
  * The catalog SKU a device name and memory size match ("NVIDIA A100-SXM4-
