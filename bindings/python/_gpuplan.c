@@ -16,6 +16,7 @@
 
 #include "gpuplan.h"
 #include "gpuplan/sim.h"
+#include <stdlib.h>
 
 typedef struct modstate {
   PyObject *Error, *NotFoundError, *AmbiguousError, *InvalidError, *UnsupportedError,
@@ -832,6 +833,158 @@ done:
   return d;
 }
 
+/* --- devices: the nvidia-smi view of real (CUDA + NVML) or mock GPUs ------- */
+
+static PyObject *device_dict(gpuplan_backend *b, gpuplan_sim *sim, gpuplan_catalog *cat, int i) {
+  gpuplan_device_info info;
+  gpuplan_device_telemetry t;
+  uint64_t used, others = 0;
+  int tel;
+  PyObject *d;
+  char cc[16];
+  if (gpuplan_backend_device_info(b, i, cat, &info)) return NULL;
+  tel = gpuplan_backend_telemetry(b, i, &t) == GPUPLAN_OK;
+  used = info.total_bytes - info.free_bytes;
+  if (sim) {
+    gpuplan_sim_memory mem;
+    gpuplan_sim_memory_info(sim, i, &mem);
+    used = mem.used;
+    others = mem.others;
+  }
+  snprintf(cc, sizeof cc, "%d.%d", info.cc_major, info.cc_minor);
+  if (!(d = PyDict_New())) return NULL;
+#define NUMF(k, v) dset(d, k, tel ? num(v) : Py_NewRef(Py_None))
+#define INTF(k, v) dset(d, k, tel && (v) >= 0 ? i64(v) : Py_NewRef(Py_None))
+  if (dset(d, "index", i64(i)) || dset(d, "name", str(info.name)) || dset(d, "uuid", str(info.uuid)) ||
+      dset(d, "pci_bus_id", str(info.pci_bus_id)) || dset(d, "sku", str(info.sku ? info.sku->id : NULL)) ||
+      dset(d, "compute_capability", str(cc)) || dset(d, "sm_count", i64(info.sm_count)) ||
+      dset(d, "memory_total_bytes", u64(info.total_bytes)) || dset(d, "memory_used_bytes", u64(used)) ||
+      dset(d, "memory_free_bytes", u64(info.free_bytes)) || dset(d, "other_processes_bytes", u64(others)) ||
+      NUMF("temperature_c", t.temperature_c) || NUMF("power_w", t.power_w) ||
+      NUMF("power_limit_w", t.power_limit_w) || INTF("sm_clock_mhz", t.sm_clock_mhz) ||
+      INTF("max_sm_clock_mhz", t.max_sm_clock_mhz) || INTF("pstate", t.pstate) || NUMF("gpu_util", t.gpu_util) ||
+      NUMF("mem_util", t.mem_util) || INTF("throttle_reasons", t.throttle) ||
+      INTF("ecc_uncorrected", t.ecc_uncorrected) || INTF("ecc_corrected", t.ecc_corrected) ||
+      INTF("nvlink_links", t.nvlink_links) || INTF("nvlink_up", t.nvlink_up) ||
+      dset(d, "driver_version", str(tel && t.driver_version[0] ? t.driver_version : NULL))) {
+    Py_DECREF(d);
+    return NULL;
+  }
+#undef NUMF
+#undef INTF
+  return d;
+}
+
+static PyObject *Catalog_devices(CatalogObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"sim", "faults", "load", "busy", "mem", NULL};
+  modstate *st = state_of_module(self->module);
+  const char *simspec = NULL;
+  PyObject *faults = NULL, *list = NULL, *seq = NULL;
+  double load = 600, busy = 0.95, memfrac = 0.87;
+  gpuplan_sim *sim = NULL;
+  gpuplan_backend *b = NULL;
+  int rc, n = 0, i;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|zOddd:devices", kwlist, &simspec, &faults, &load, &busy, &memfrac))
+    return NULL;
+  if (!(load >= 0 && load <= 1e6) || !(busy >= 0 && busy <= 1) || !(memfrac >= 0 && memfrac <= 1)) {
+    PyErr_SetString(st->InvalidError, "load, busy, mem: load in 0..1e6 seconds, busy and mem fractions in 0..1");
+    return NULL;
+  }
+  if (faults && faults != Py_None && !(seq = PySequence_Fast(faults, "faults: expected a list of fault names")))
+    return NULL;
+  if (seq && !simspec) {
+    Py_DECREF(seq);
+    PyErr_SetString(st->InvalidError, "faults: only simulated GPUs (sim=...) take faults");
+    return NULL;
+  }
+  if (lock_catalog(self, st)) {
+    Py_XDECREF(seq);
+    return NULL;
+  }
+  if (!simspec) {
+    Py_BEGIN_ALLOW_THREADS
+    rc = gpuplan_backend_open_cuda(self->ctx, NULL, &b); /* cuInit can take a while */
+    Py_END_ALLOW_THREADS
+    if (rc) {
+      raise_code(st, rc, gpuplan_errmsg(self->ctx));
+      goto done;
+    }
+  } else {
+    char sku[96];
+    const char *colon = strchr(simspec, ':');
+    long count = 1;
+    const gpuplan_gpu *g;
+    snprintf(sku, sizeof sku, "%.*s", colon ? (int)(colon - simspec) : (int)strlen(simspec), simspec);
+    if (colon) {
+      char *end;
+      count = strtol(colon + 1, &end, 10);
+      if (*end || count < 1 || count > 64) {
+        PyErr_Format(st->InvalidError, "sim: '%s' is not SKU[:N] with N in 1..64", simspec);
+        goto done;
+      }
+    }
+    if ((rc = gpuplan_catalog_gpu(self->cat, sku, &g)) || (rc = gpuplan_sim_new(self->ctx, &sim))) {
+      raise_code(st, rc, gpuplan_errmsg(self->ctx));
+      goto done;
+    }
+    for (i = 0; i < count; i++)
+      if ((rc = gpuplan_sim_add_gpu(sim, g, -1, NULL))) {
+        raise_code(st, rc, gpuplan_errmsg(self->ctx));
+        goto done;
+      }
+    for (i = 0; seq && i < PySequence_Fast_GET_SIZE(seq); i++) {
+      const char *f = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+      char name[64];
+      const char *at;
+      int dev = -1, k;
+      if (!f) goto done;
+      at = strchr(f, '@');
+      snprintf(name, sizeof name, "%.*s", at ? (int)(at - f) : (int)strlen(f), f);
+      if (at) dev = atoi(at + 1);
+      k = gpuplan_sim_fault_parse(name);
+      if (k < 0 || gpuplan_sim_inject(sim, dev, (gpuplan_sim_fault)k, 1)) {
+        PyErr_Format(st->InvalidError,
+                     "faults: '%s' is not NAME[@GPU] with NAME one of oom, cuda-mismatch, gpu-not-found, ecc, "
+                     "thermal, data-starvation, nvlink-down and GPU in 0..%ld", f, count - 1);
+        goto done;
+      }
+    }
+    for (i = 0; i < count && load > 0; i++) {
+      const gpuplan_device_ops *dev = gpuplan_sim_device(sim, i);
+      uint64_t fr, tot, addr;
+      gpuplan_sim_run(sim, i, load, busy, NULL);
+      dev->mem_info(dev->payload, &fr, &tot);
+      if (memfrac > 0 && fr > tot / 4) dev->malloc(dev->payload, (uint64_t)((double)fr * memfrac), &addr);
+    }
+    if ((rc = gpuplan_sim_backend(sim, &b))) {
+      raise_code(st, rc, gpuplan_errmsg(self->ctx));
+      goto done;
+    }
+  }
+  if ((rc = gpuplan_backend_device_count(b, &n))) {
+    raise_code(st, rc, gpuplan_errmsg(self->ctx));
+    goto done;
+  }
+  if (!(list = PyList_New(0))) goto done;
+  for (i = 0; i < n; i++) {
+    PyObject *d = device_dict(b, sim, self->cat, i);
+    if (!d) {
+      if (!PyErr_Occurred()) raise_code(st, gpuplan_errcode(self->ctx), gpuplan_errmsg(self->ctx));
+      Py_CLEAR(list);
+      break;
+    }
+    if (PyList_Append(list, d) < 0) Py_CLEAR(list);
+    Py_DECREF(d);
+    if (!list) break;
+  }
+done:
+  gpuplan_backend_free(b);
+  gpuplan_sim_free(sim);
+  unlock_catalog(self);
+  Py_XDECREF(seq);
+  return list;
+}
+
 static PyMethodDef Catalog_methods[] = {
   {"records", (PyCFunction)Catalog_records, METH_O, "records(kind) -> list of dicts (gpus, nodes, models, fabrics)"},
   {"find", (PyCFunction)Catalog_find, METH_VARARGS, "find(kind, name) -> dict (id, name or alias)"},
@@ -839,6 +992,8 @@ static PyMethodDef Catalog_methods[] = {
   {"perf", (PyCFunction)(void (*)(void))Catalog_perf, METH_VARARGS | METH_KEYWORDS, "perf(model, gpu=None, **options) -> dict"},
   {"search", (PyCFunction)(void (*)(void))Catalog_search, METH_VARARGS | METH_KEYWORDS, "search(model, gpu=None, **options) -> list"},
   {"simulate", (PyCFunction)(void (*)(void))Catalog_simulate, METH_VARARGS | METH_KEYWORDS, "simulate(model, gpu, **options) -> dict"},
+  {"devices", (PyCFunction)(void (*)(void))Catalog_devices, METH_VARARGS | METH_KEYWORDS,
+   "devices(sim=None, faults=(), load=600, busy=0.95, mem=0.87) -> list of dicts"},
   {"close", (PyCFunction)Catalog_close, METH_NOARGS, "close() (idempotent)"},
   {"__enter__", (PyCFunction)Catalog_enter, METH_NOARGS, NULL},
   {"__exit__", (PyCFunction)Catalog_exit, METH_VARARGS, NULL},

@@ -374,3 +374,54 @@ def test_result_mapping_helpers(cat):
     q = cat.perf("llama-2-7b", "a100-40gb", gpus=8, dp_mode="zero3")
     assert q.get("cost_per_hour", "unpriced") == "unpriced"  # JSON null: no price for a bare SKU
     assert set(p) == set(p.keys())
+
+
+# --- devices: the nvidia-smi view ------------------------------------------------
+
+def test_devices_simulated_equal_cli(cat):
+    devs = cat.devices(sim="a100-80gb:2", faults=["thermal@1"])
+    assert [d.index for d in devs] == [0, 1]
+    cli = subprocess.run([CLI, "smi", "--sim", "a100-80gb:2", "--fault", "thermal@1",
+                          "--query-gpu=index,temperature.gpu,pstate,clocks.sm,memory.used,utilization.gpu",
+                          "--format=csv,noheader,nounits"], check=True, capture_output=True, text=True).stdout
+    for d, line in zip(devs, cli.strip().splitlines()):
+        idx, temp, pstate, clock, used, util = [x.strip() for x in line.split(",")]
+        assert d.index == int(idx) and round(d.temperature_c) == int(temp)
+        assert "P%d" % d.pstate == pstate and d.sm_clock_mhz == int(clock)
+        assert round(d.memory_used_bytes / 2**20) == int(used) and round(100 * d.gpu_util) == int(util)
+    assert devs[0].pstate == 0 and devs[1].pstate == 2 and devs[1].throttle_reasons & 0x20
+    assert devs[0].sku == "a100-sxm4-80gb" and devs[0].nvlink_up == 12
+    bad = cat.devices(sim="h100-sxm5-80gb:2", faults=["ecc@0", "nvlink-down"])
+    assert bad[0].ecc_uncorrected == 2 and bad[1].ecc_uncorrected == 0
+    assert all(d.nvlink_up == 0 and d.nvlink_links == 18 for d in bad)
+
+
+def test_devices_errors(cat, monkeypatch):
+    monkeypatch.setenv("GPUPLAN_LIBCUDA", "/nonexistent/libcuda.so.1")
+    with pytest.raises(gpuplan.UnsupportedError, match="no NVIDIA driver"):
+        cat.devices()
+    with pytest.raises(ValueError, match="faults"):
+        cat.devices(sim="a100-80gb", faults=["gremlins"])
+    with pytest.raises(ValueError, match="faults"):
+        cat.devices(faults=["ecc"])
+    with pytest.raises(ValueError, match="SKU"):
+        cat.devices(sim="a100-80gb:0")
+    with pytest.raises(KeyError):
+        cat.devices(sim="a100-9000")
+    with pytest.raises(NotImplementedError, match="couldn't communicate"):
+        cat.devices(sim="a100-80gb", faults=["gpu-not-found"])
+
+
+@pytest.mark.skipif(not os.environ.get("GPUPLAN_FAKE_CUDA"), reason="no fake driver")
+def test_devices_on_the_fake_driver(cat, monkeypatch):
+    monkeypatch.setenv("GPUPLAN_LIBCUDA", os.environ["GPUPLAN_FAKE_CUDA"])
+    monkeypatch.setenv("GPUPLAN_LIBNVML", os.environ["GPUPLAN_FAKE_NVML"])
+    monkeypatch.setenv("FAKE_CUDA_DEVICES", "2")
+    monkeypatch.setenv("FAKE_NVML_TEMP", "77")
+    devs = cat.devices()
+    assert [d.name for d in devs] == ["NVIDIA A100-SXM4-40GB"] * 2
+    assert devs[1].sku == "a100-sxm4-40gb" and devs[1].temperature_c == 77
+    assert devs[0].driver_version == "550.54.15" and devs[0].memory_total_bytes == 40960 * 2**20
+    monkeypatch.setenv("GPUPLAN_LIBNVML", "/nonexistent/libnvidia-ml.so.1")
+    d = cat.devices()[0]
+    assert d.temperature_c is None and d.memory_free_bytes > 0  # no NVML: memory only

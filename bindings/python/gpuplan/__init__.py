@@ -201,6 +201,16 @@ class Catalog:
         """
         return Result(self._c.search(model, gpu, **options))
 
+    def devices(self, sim=None, faults=(), load=600.0, busy=0.95, mem=0.87):
+        """The GPUs as nvidia-smi sees them (``gpuplan smi``): this machine's
+        (CUDA driver and NVML, loaded at run time; UnsupportedError without a
+        driver) or ``sim="a100-80gb:8"`` mock GPUs after ``load`` seconds of
+        training (busy fraction ``busy``, PyTorch cache ``mem`` of the free
+        memory), with ``faults`` such as ``["thermal", "ecc@1"]``.  Fields a
+        source cannot give are None.
+        """
+        return [Result(d) for d in self._c.devices(sim, list(faults) if faults else None, load, busy, mem)]
+
     def simulate(self, model, gpu=None, **options):
         """Training steps through the caching-allocator model (``gpuplan simulate --json``).
 
