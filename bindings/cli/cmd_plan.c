@@ -951,24 +951,12 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
   }
   if (simulate) {
     gpuplan_sim_result sr;
-    gpuplan_sim *mock = NULL;
     uint64_t resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes +
                         worst.item[GPUPLAN_MEM_WORKSPACE].bytes;
     /* The mock GPU: the SKU's memory; resident outside PyTorch's allocator
      * are the CUDA context, NCCL buffers and cuBLAS workspace. */
-    rc = gpuplan_sim_new(c->ctx, &mock);
-    if (rc == GPUPLAN_OK) rc = gpuplan_sim_add_device(mock, g->name, g->memory_bytes, resident, NULL);
-    if (rc == GPUPLAN_OK && other_procs) rc = gpuplan_sim_set_other_processes(mock, 0, other_procs);
-    if (rc) {
-      gpuplan_sim_free(mock);
-      return cli_fail(c, EXIT_RUNTIME, "simulate: cannot set up the mock GPU (%s)%s", gpuplan_errstr(rc),
-                      rc == GPUPLAN_EINVAL ? ": --other-procs exceeds the device" : "");
-    }
-    so.device = gpuplan_sim_device(mock, 0);
-    rc = gpuplan_simulate(c->ctx, m, g, &o, &so, &sr);
-    gpuplan_sim_free(mock);
+    rc = gpuplan_sim_simulate(c->ctx, m, g, &o, &so, other_procs, &sr);
     if (rc) return cli_fail(c, EXIT_RUNTIME, "simulate: %s", gpuplan_errmsg(c->ctx));
-    sr.capacity = g->memory_bytes - resident - other_procs;
     if (!json) header(c, m, size > 0 ? model_name : m->id, g, gpus, &o, worst.params_total);
     print_sim(&sr, &so, json);
     if (!json)

@@ -43,7 +43,7 @@ static void machine_close(machine *m) {
 
 /* Build the machine: the real one, or mock GPUs with faults and a load run. */
 static int machine_open(cli *c, const smi_opts *o, machine *m) {
-  int rc, i;
+  int rc;
   memset(m, 0, sizeof *m);
   m->torch_cuda = o->torch_cuda;
   if (!o->sim) {
@@ -58,51 +58,10 @@ static int machine_open(cli *c, const smi_opts *o, machine *m) {
     gpuplan_backend_device_count(m->backend, &m->ndev);
     return EXIT_OK;
   } else {
-    char sku[96];
-    const char *colon = strchr(o->sim, ':');
-    long n = 1;
-    const gpuplan_gpu *g;
     if ((rc = cli_catalog(c))) return rc;
-    snprintf(sku, sizeof sku, "%.*s", colon ? (int)(colon - o->sim) : (int)strlen(o->sim), o->sim);
-    if (colon) {
-      char *end;
-      n = strtol(colon + 1, &end, 10);
-      if (*end || n < 1 || n > 64) return cli_fail(c, EXIT_USAGE, "--sim: '%s' is not SKU[:N] with N in 1..64", o->sim);
-    }
-    if ((rc = gpuplan_catalog_gpu(c->cat, sku, &g))) return cli_lib_fail(c, rc);
-    if ((rc = gpuplan_sim_new(c->ctx, &m->sim))) return cli_lib_fail(c, rc);
-    for (i = 0; i < n; i++)
-      if ((rc = gpuplan_sim_add_gpu(m->sim, g, -1, NULL))) {
-        machine_close(m);
-        return cli_lib_fail(c, rc);
-      }
-    for (i = 0; i < o->nfaults; i++) {
-      char name[64];
-      const char *at = strchr(o->faults[i], '@');
-      int dev = -1, f;
-      snprintf(name, sizeof name, "%.*s", at ? (int)(at - o->faults[i]) : (int)strlen(o->faults[i]), o->faults[i]);
-      if (at) dev = atoi(at + 1);
-      f = gpuplan_sim_fault_parse(name);
-      if (f < 0) {
-        machine_close(m);
-        return cli_fail(c, EXIT_USAGE,
-                        "--fault: '%s' is not one of oom, cuda-mismatch, gpu-not-found, ecc, thermal, "
-                        "data-starvation, nvlink-down", name);
-      }
-      if (gpuplan_sim_inject(m->sim, dev, (gpuplan_sim_fault)f, 1)) {
-        machine_close(m);
-        return cli_fail(c, EXIT_USAGE, "--fault: GPU %d is not in 0..%ld", dev, n - 1);
-      }
-    }
-    /* a training load, so clocks, temperature, utilisation and memory mean
-     * something: the job's PyTorch cache holds most of what is free */
-    for (i = 0; i < n && o->load_s > 0; i++) {
-      const gpuplan_device_ops *dev = gpuplan_sim_device(m->sim, i);
-      uint64_t fr, tot, addr;
-      gpuplan_sim_run(m->sim, i, o->load_s, o->busy, NULL);
-      dev->mem_info(dev->payload, &fr, &tot);
-      if (o->mem_used > 0 && fr > tot / 4) dev->malloc(dev->payload, (uint64_t)((double)fr * o->mem_used), &addr);
-    }
+    rc = gpuplan_sim_node(c->ctx, c->cat, o->sim, o->faults, (size_t)o->nfaults, o->load_s, o->busy, o->mem_used,
+                          &m->sim);
+    if (rc) return cli_fail(c, rc == GPUPLAN_EINVAL ? EXIT_USAGE : EXIT_RUNTIME, "--sim: %s", gpuplan_errmsg(c->ctx));
     if ((rc = gpuplan_sim_backend(m->sim, &m->backend))) {
       machine_close(m);
       return cli_lib_fail(c, rc);

@@ -235,14 +235,9 @@ static int catalog_list(lua_State *L) {
 
 /* --- a job: model, hardware and options from (model, gpu, opts) ------------- */
 
+/* A job, and the message of its failure (copied before anything can raise). */
 typedef struct job {
-  const gpuplan_model *m;
-  const gpuplan_gpu *g;
-  const gpuplan_node *node;
-  gpuplan_gpu node_gpu; /* the node's GPU with its visible memory (vGPU slices) */
-  int64_t gpus, nodes, per_node;
-  gpuplan_memory_options o;
-  char model_name[128]; /* as given: a catalog name or a size ("7B") */
+  gpuplan_job j;
   char msg[512];
 } job;
 
@@ -316,7 +311,7 @@ static int opt_bool(lua_State *L, int opts, const char *k) {
  * raise (misuse); bad values return GPUPLAN_EINVAL with j->msg. */
 static int options_from(lua_State *L, lcatalog *c, int opts, job *j) {
   gpuplan_memory_options d = GPUPLAN_MEMORY_OPTIONS_INIT;
-  j->o = d;
+  j->j.options = d;
   if (lua_isnoneornil(L, opts)) return 0;
   luaL_checktype(L, opts, LUA_TTABLE);
   lua_pushnil(L);
@@ -334,16 +329,16 @@ static int options_from(lua_State *L, lcatalog *c, int opts, job *j) {
     case GPUPLAN_OPTION_INT:
     case GPUPLAN_OPTION_REAL:
       if (lua_type(L, -1) != LUA_TNUMBER) luaL_error(L, "option '%s' must be a number", k);
-      if (lua_isinteger(L, -1)) rc = gpuplan_option_set_int(c->ctx, &j->o, k, (int64_t)lua_tointeger(L, -1));
-      else rc = gpuplan_option_set_real(c->ctx, &j->o, k, (double)lua_tonumber(L, -1));
+      if (lua_isinteger(L, -1)) rc = gpuplan_option_set_int(c->ctx, &j->j.options, k, (int64_t)lua_tointeger(L, -1));
+      else rc = gpuplan_option_set_real(c->ctx, &j->j.options, k, (double)lua_tonumber(L, -1));
       break;
     case GPUPLAN_OPTION_BOOL:
       if (lua_type(L, -1) != LUA_TBOOLEAN) luaL_error(L, "option '%s' must be a boolean", k);
-      rc = gpuplan_option_set_int(c->ctx, &j->o, k, lua_toboolean(L, -1));
+      rc = gpuplan_option_set_int(c->ctx, &j->j.options, k, lua_toboolean(L, -1));
       break;
     case GPUPLAN_OPTION_ENUM:
       if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "option '%s' must be a string", k);
-      rc = gpuplan_option_set_string(c->ctx, &j->o, k, lua_tostring(L, -1));
+      rc = gpuplan_option_set_string(c->ctx, &j->j.options, k, lua_tostring(L, -1));
       break;
     default:
       luaL_error(L, "unknown option '%s'", k);
@@ -358,107 +353,48 @@ static int options_from(lua_State *L, lcatalog *c, int opts, job *j) {
   return 0;
 }
 
-static int job_error(job *j, int rc, const char *fmt, long long a, long long b) {
-  snprintf(j->msg, sizeof j->msg, fmt, a, b);
-  return rc;
-}
-
-/* As the CLI: gpus = dp*tp*pp*cp, dp inferred from gpus unless given. */
+/* The CLI's rules (gpuplan_job_resolve): model by name or size, gpu or
+ * opts.node, gpus = dp*tp*pp*cp with dp inferred unless given. */
 static int job_from(lua_State *L, lcatalog *c, job *j) {
   const char *model = luaL_checkstring(L, 2);
   const char *gpu = luaL_optstring(L, 3, NULL);
   const int opts = 4;
   char node_name[256];
   const char *node;
-  int dp_given = 0, rc, sized;
-  int64_t per;
-  double size;
+  int dp_given = 0, rc;
+  int64_t gpus, nodes, per_node;
   memset(j, 0, sizeof *j);
   if (!lua_isnoneornil(L, opts)) luaL_checktype(L, opts, LUA_TTABLE);
-  j->gpus = opt_int(L, opts, "gpus", 0);
-  j->nodes = opt_int(L, opts, "nodes", 1);
-  j->per_node = opt_int(L, opts, "per_node", 8);
+  gpus = opt_int(L, opts, "gpus", 0);
+  nodes = opt_int(L, opts, "nodes", 1);
+  per_node = opt_int(L, opts, "per_node", 8);
   node = opt_str(L, opts, "node", node_name, sizeof node_name);
+  if (!node && !gpu) return luaL_argerror(L, 3, "a GPU SKU (or opts.node) is needed");
+  if (node && gpu) return luaL_argerror(L, 3, "give a GPU or opts.node, not both");
   if (!lua_isnoneornil(L, opts)) {
     lua_getfield(L, opts, "dp");
     dp_given = !lua_isnil(L, -1);
     lua_pop(L, 1);
   }
   if ((rc = options_from(L, c, opts, j))) return rc;
-  snprintf(j->model_name, sizeof j->model_name, "%s", model);
-  sized = gpuplan_parse_size(model, &size);
-  if (sized) {
-    /* "7B": Llama-2-7B's shape scaled to that many parameters, as the CLI */
-    if (opt_num(L, opts, "params", 0) == 0) j->o.params_override = size;
-    model = "llama-2-7b";
-  }
-  if ((rc = gpuplan_catalog_model(c->cat, model, &j->m))) goto lib_fail;
-  if (!sized)
-    snprintf(j->model_name, sizeof j->model_name, "%s", j->m->id); /* canonical id, as the CLI */
-  if (node) {
-    if (gpu) luaL_argerror(L, 3, "give a GPU or opts.node, not both");
-    if ((rc = gpuplan_catalog_node(c->cat, node, &j->node))) goto lib_fail;
-    if (!j->node->gpu_id || j->node->gpu_count < 1) {
-      snprintf(j->msg, sizeof j->msg, "node: %s has no GPU (a CPU-only size)", j->node->name);
-      return GPUPLAN_EINVAL;
-    }
-    if (j->nodes < 1) {
-      snprintf(j->msg, sizeof j->msg, "nodes: %lld is less than 1", (long long)j->nodes);
-      return GPUPLAN_EINVAL;
-    }
-    if ((rc = gpuplan_catalog_gpu(c->cat, j->node->gpu_id, &j->g))) goto lib_fail;
-    j->node_gpu = *j->g;
-    if (j->node->gpu_memory_bytes) j->node_gpu.memory_bytes = j->node->gpu_memory_bytes;
-    j->g = &j->node_gpu;
-    if (!j->gpus) j->gpus = j->node->gpu_count * j->nodes;
-  } else if (!gpu) {
-    return luaL_argerror(L, 3, "a GPU SKU (or opts.node) is needed");
-  } else if ((rc = gpuplan_catalog_gpu(c->cat, gpu, &j->g))) {
-    goto lib_fail;
-  }
-  if (j->o.tp < 1 || j->o.pp < 1 || j->o.cp < 1)
-    return job_error(j, GPUPLAN_EINVAL, "tp, pp, cp: must be at least 1 (tp %lld, pp %lld)", (long long)j->o.tp,
-                     (long long)j->o.pp);
-  if (j->gpus < 0) {
-    snprintf(j->msg, sizeof j->msg, "gpus: %lld is negative", (long long)j->gpus);
-    return GPUPLAN_EINVAL;
-  }
-  per = j->o.tp * j->o.pp * j->o.cp;
-  if (j->gpus) {
-    if (!dp_given) {
-      if (j->gpus % per)
-        return job_error(j, GPUPLAN_EINVAL, "gpus: %lld is not a multiple of tp*pp*cp (%lld)", (long long)j->gpus,
-                         (long long)per);
-      j->o.dp = j->gpus / per;
-    } else if (j->o.dp * per != j->gpus) {
-      return job_error(j, GPUPLAN_EINVAL, "gpus: %lld != dp*tp*pp*cp (%lld)", (long long)j->gpus,
-                       (long long)(j->o.dp * per));
-    }
-  }
-  j->gpus = j->o.dp * per;
-  return 0;
-lib_fail:
-  snprintf(j->msg, sizeof j->msg, "%s", gpuplan_errmsg(c->ctx));
+  rc = gpuplan_job_resolve(c->ctx, c->cat, model, gpu, node, gpus, nodes, per_node, dp_given, &j->j);
+  if (rc) snprintf(j->msg, sizeof j->msg, "%s", gpuplan_errmsg(c->ctx));
   return rc;
 }
 
 static int cluster_of(lcatalog *c, job *j, gpuplan_cluster *cl) {
-  int rc = j->node ? gpuplan_cluster_from_node(c->ctx, c->cat, j->node, j->nodes, cl)
-                   : gpuplan_cluster_default(c->ctx, c->cat, j->g, j->gpus, j->per_node, cl);
-  if (rc) {
-    snprintf(j->msg, sizeof j->msg, "%s", gpuplan_errmsg(c->ctx));
-    return rc;
-  }
-  if (j->node && j->node->gpu_memory_bytes) cl->gpu = j->g; /* the vGPU slice */
-  return 0;
+  int rc = gpuplan_job_cluster(c->ctx, c->cat, &j->j, cl);
+  if (rc) snprintf(j->msg, sizeof j->msg, "%s", gpuplan_errmsg(c->ctx));
+  return rc;
 }
 
-static void push_head(lua_State *L, const job *j, double params) {
-  const gpuplan_memory_options *o = &j->o;
+static void push_head(lua_State *L, const job *jb, double params) {
+  const gpuplan_job *j = &jb->j;
+  const gpuplan_memory_options *o = &j->options;
   lua_createtable(L, 0, 10);
   set_str(L, "model", j->model_name);
   set_num(L, "params", params);
-  set_str(L, "gpu", j->g->id);
+  set_str(L, "gpu", j->gpu->id);
   set_int(L, "gpus", j->gpus);
   set_str(L, "workload", o->workload == GPUPLAN_TRAIN ? "train" : "infer");
   lua_createtable(L, 0, 14);
@@ -467,7 +403,7 @@ static void push_head(lua_State *L, const job *j, double params) {
   set_str(L, "convention", gpuplan_convention_name(o->convention));
   set_str(L, "recompute", gpuplan_recompute_name(o->recompute));
   set_int(L, "micro_batch", o->micro_batch);
-  set_int(L, "seq_len", o->seq_len ? o->seq_len : j->m->seq_len);
+  set_int(L, "seq_len", o->seq_len ? o->seq_len : j->model->seq_len);
   set_int(L, "tp", o->tp);
   set_int(L, "pp", o->pp);
   set_int(L, "dp", o->dp);
@@ -492,10 +428,10 @@ static int plan_impl(lua_State *L, int want_fits) {
   if ((rc = job_from(L, c, &j))) return fail(L, rc, j.msg);
   max_gpus = opt_int(L, 4, "max_gpus", 0);
   per_rank = opt_bool(L, 4, "per_rank");
-  if (!max_gpus) max_gpus = j.gpus > 8 ? j.gpus : 8;
-  rc = gpuplan_memory_eval(c->ctx, j.m, j.g, &j.o, GPUPLAN_STAGE_WORST, &worst);
+  if (!max_gpus) max_gpus = j.j.gpus > 8 ? j.j.gpus : 8;
+  rc = gpuplan_memory_eval(c->ctx, j.j.model, j.j.gpu, &j.j.options, GPUPLAN_STAGE_WORST, &worst);
   if (!rc && !worst.fits)
-    rc = gpuplan_memory_ladder(c->ctx, c->cat, j.m, j.g, &j.o, max_gpus, fixes, sizeof fixes / sizeof fixes[0],
+    rc = gpuplan_memory_ladder(c->ctx, c->cat, j.j.model, j.j.gpu, &j.j.options, max_gpus, fixes, sizeof fixes / sizeof fixes[0],
                                &nfix);
   if (rc) return fail(L, rc, gpuplan_errmsg(c->ctx));
   if (want_fits) lua_pushboolean(L, worst.fits);
@@ -505,9 +441,9 @@ static int plan_impl(lua_State *L, int want_fits) {
   if (per_rank) {
     int64_t s;
     lua_newtable(L);
-    for (s = 0; s < j.o.pp; s++) {
+    for (s = 0; s < j.j.options.pp; s++) {
       gpuplan_memory r;
-      if ((rc = gpuplan_memory_eval(c->ctx, j.m, j.g, &j.o, s, &r))) return fail(L, rc, gpuplan_errmsg(c->ctx));
+      if ((rc = gpuplan_memory_eval(c->ctx, j.j.model, j.j.gpu, &j.j.options, s, &r))) return fail(L, rc, gpuplan_errmsg(c->ctx));
       push_memory(L, &r);
       lua_rawseti(L, -2, (int)s + 1);
     }
@@ -545,8 +481,8 @@ static int catalog_perf(lua_State *L) {
   int64_t G = opt_int(L, 4, "global_batch", 0);
   double D = opt_num(L, 4, "tokens", 0);
   if ((rc = job_from(L, c, &j)) || (rc = cluster_of(c, &j, &cl))) return fail(L, rc, j.msg);
-  rc = gpuplan_memory_eval(c->ctx, j.m, j.g, &j.o, GPUPLAN_STAGE_WORST, &worst);
-  if (!rc) rc = gpuplan_perf_eval(c->ctx, j.m, &cl, &j.o, G, D, NULL, &p);
+  rc = gpuplan_memory_eval(c->ctx, j.j.model, j.j.gpu, &j.j.options, GPUPLAN_STAGE_WORST, &worst);
+  if (!rc) rc = gpuplan_perf_eval(c->ctx, j.j.model, &cl, &j.j.options, G, D, NULL, &p);
   if (rc) return fail(L, rc, gpuplan_errmsg(c->ctx));
   push_perf(L, &p, D);
   set_bool(L, "fits", worst.fits);
@@ -572,7 +508,7 @@ static int catalog_search(lua_State *L) {
   if (G < 1) return luaL_error(L, "option 'global_batch' (sequences per step, at least 1) is needed");
   if (top < 1 || top > 100) return luaL_error(L, "option 'top' must be in 1..100");
   if ((rc = job_from(L, c, &j)) || (rc = cluster_of(c, &j, &cl))) return fail(L, rc, j.msg);
-  rc = gpuplan_search(c->ctx, j.m, &cl, &j.o, G, ob, best, (size_t)top, &n, &stats, NULL, NULL);
+  rc = gpuplan_search(c->ctx, j.j.model, &cl, &j.j.options, G, ob, best, (size_t)top, &n, &stats, NULL, NULL);
   if (rc) return fail(L, rc, gpuplan_errmsg(c->ctx));
   lua_createtable(L, 0, 4);
   set_u64(L, "evaluated", stats.evaluated);
@@ -611,9 +547,6 @@ static int catalog_simulate(lua_State *L) {
   job j;
   gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
   gpuplan_sim_result r;
-  gpuplan_memory worst;
-  gpuplan_sim *mock = NULL;
-  uint64_t resident;
   char confbuf[512];
   int64_t other = opt_int(L, 4, "other_procs", 0);
   int rc;
@@ -623,24 +556,8 @@ static int catalog_simulate(lua_State *L) {
   if (so.steps < 1 || so.steps > 1000) return luaL_error(L, "option 'steps' must be in 1..1000");
   if (other < 0) return luaL_error(L, "option 'other_procs' (bytes) must not be negative");
   if ((rc = job_from(L, c, &j))) return fail(L, rc, j.msg);
-  if ((rc = gpuplan_memory_eval(c->ctx, j.m, j.g, &j.o, GPUPLAN_STAGE_WORST, &worst)))
-    return fail(L, rc, gpuplan_errmsg(c->ctx));
-  resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes +
-             worst.item[GPUPLAN_MEM_WORKSPACE].bytes;
-  rc = gpuplan_sim_new(c->ctx, &mock);
-  if (!rc) rc = gpuplan_sim_add_device(mock, j.g->name, j.g->memory_bytes, resident, NULL);
-  if (!rc && other) rc = gpuplan_sim_set_other_processes(mock, 0, (uint64_t)other);
-  if (rc) {
-    gpuplan_sim_free(mock);
-    snprintf(j.msg, sizeof j.msg, "other_procs: %lld bytes do not fit beside the CUDA context on %s",
-             (long long)other, j.g->name);
-    return fail(L, rc, rc == GPUPLAN_EINVAL ? j.msg : gpuplan_errmsg(c->ctx));
-  }
-  so.device = gpuplan_sim_device(mock, 0);
-  rc = gpuplan_simulate(c->ctx, j.m, j.g, &j.o, &so, &r);
-  gpuplan_sim_free(mock);
+  rc = gpuplan_sim_simulate(c->ctx, j.j.model, j.j.gpu, &j.j.options, &so, (uint64_t)other, &r);
   if (rc) return fail(L, rc, gpuplan_errmsg(c->ctx));
-  r.capacity = j.g->memory_bytes - resident - (uint64_t)other;
   lua_createtable(L, 0, 20);
   set_int(L, "steps", r.steps_done);
   set_str(L, "alloc_conf", so.alloc_conf);

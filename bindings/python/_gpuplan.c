@@ -413,15 +413,7 @@ fail:
 
 /* --- a job: model, hardware, options, from the call's arguments ------------ */
 
-typedef struct job {
-  const gpuplan_model *m;
-  const gpuplan_gpu *g;
-  const gpuplan_node *node;
-  gpuplan_gpu node_gpu; /* the node's GPU with its visible memory (vGPU slices) */
-  int64_t gpus, nodes, per_node;
-  gpuplan_memory_options o;
-  const char *model_name; /* as given: a catalog name or a size ("7B") */
-} job;
+typedef gpuplan_job job;
 
 static int64_t kw_int(PyObject *kw, const char *key, int64_t dflt) {
   PyObject *v = kw ? PyDict_GetItemString(kw, key) : NULL;
@@ -435,106 +427,41 @@ static double kw_num(PyObject *kw, const char *key, double dflt) {
   return PyFloat_AsDouble(v);
 }
 
-/* Resolve the model and hardware and parse the options, under the lock.
- * gpu may be NULL when node= names a catalog VM.  Same rules as the CLI:
- * gpus = dp*tp*pp*cp, dp inferred from gpus when not given. */
+/* Resolve the model and hardware and parse the options, under the lock
+ * (gpuplan_job_resolve: the CLI's rules).  gpu may be NULL when node=
+ * names a catalog VM. */
 static int job_from(CatalogObject *self, modstate *st, const char *model, const char *gpu, PyObject *kw,
                     const char *const *extra, job *j) {
   PyObject *nodev = kw ? PyDict_GetItemString(kw, "node") : NULL;
-  int dp_given = kw && PyDict_GetItemString(kw, "dp") != NULL;
+  const char *node = NULL;
+  int64_t gpus = kw_int(kw, "gpus", 0), nodes = kw_int(kw, "nodes", 1), per_node = kw_int(kw, "per_node", 8);
   int rc;
-  int64_t per;
-  double size;
-  memset(j, 0, sizeof *j);
-  j->gpus = kw_int(kw, "gpus", 0);
-  j->nodes = kw_int(kw, "nodes", 1);
-  j->per_node = kw_int(kw, "per_node", 8);
   if (PyErr_Occurred()) return -1;
-  if (options_from(self, st, kw, &j->o, extra)) return -1;
-  j->model_name = model;
-  if (gpuplan_parse_size(model, &size)) {
-    /* "7B": Llama-2-7B's shape scaled to that many parameters, as the CLI */
-    if (!(kw && PyDict_GetItemString(kw, "params"))) j->o.params_override = size;
-    model = "llama-2-7b";
-  }
-  if ((rc = gpuplan_catalog_model(self->cat, model, &j->m))) goto lib_fail;
-  if (j->model_name == model) j->model_name = j->m->id; /* canonical id, as the CLI */
-  if (nodev && nodev != Py_None) {
-    const char *s = PyUnicode_AsUTF8(nodev);
-    if (!s) return -1;
-    if (gpu) {
-      PyErr_SetString(st->InvalidError, "gpu, node: give a GPU or a node, not both");
-      return -1;
-    }
-    if ((rc = gpuplan_catalog_node(self->cat, s, &j->node))) goto lib_fail;
-    if (!j->node->gpu_id || j->node->gpu_count < 1) {
-      PyErr_Format(st->InvalidError, "node: %s has no GPU (a CPU-only size)", j->node->name);
-      return -1;
-    }
-    if (j->nodes < 1) {
-      PyErr_SetString(st->InvalidError, "nodes: must be at least 1");
-      return -1;
-    }
-    if ((rc = gpuplan_catalog_gpu(self->cat, j->node->gpu_id, &j->g))) goto lib_fail;
-    j->node_gpu = *j->g;
-    if (j->node->gpu_memory_bytes) j->node_gpu.memory_bytes = j->node->gpu_memory_bytes;
-    j->g = &j->node_gpu;
-    if (!j->gpus) j->gpus = j->node->gpu_count * j->nodes;
-  } else if (!gpu) {
-    PyErr_SetString(st->InvalidError, "gpu: needs a GPU SKU (or node=VM)");
-    return -1;
-  } else if ((rc = gpuplan_catalog_gpu(self->cat, gpu, &j->g))) {
-    goto lib_fail;
-  }
-  if (j->o.tp < 1 || j->o.pp < 1 || j->o.cp < 1) {
-    PyErr_SetString(st->InvalidError, "tp, pp, cp: must be at least 1");
-    return -1;
-  }
-  if (j->gpus < 0) {
-    PyErr_Format(st->InvalidError, "gpus: %lld is negative", (long long)j->gpus);
-    return -1;
-  }
-  per = j->o.tp * j->o.pp * j->o.cp;
-  if (j->gpus) {
-    if (!dp_given) {
-      if (j->gpus % per) {
-        PyErr_Format(st->InvalidError, "gpus: %lld is not a multiple of tp*pp*cp (%lld)", (long long)j->gpus,
-                     (long long)per);
-        return -1;
-      }
-      j->o.dp = j->gpus / per;
-    } else if (j->o.dp * per != j->gpus) {
-      PyErr_Format(st->InvalidError, "gpus: %lld != dp*tp*pp*cp (%lld)", (long long)j->gpus,
-                   (long long)(j->o.dp * per));
-      return -1;
-    }
-  }
-  j->gpus = j->o.dp * per;
-  return 0;
-lib_fail:
-  raise_code(st, rc, gpuplan_errmsg(self->ctx));
-  return -1;
-}
-
-static int cluster_of(CatalogObject *self, modstate *st, const job *j, gpuplan_cluster *cl) {
-  int rc = j->node ? gpuplan_cluster_from_node(self->ctx, self->cat, j->node, j->nodes, cl)
-                   : gpuplan_cluster_default(self->ctx, self->cat, j->g, j->gpus, j->per_node, cl);
+  if (nodev && nodev != Py_None && !(node = PyUnicode_AsUTF8(nodev))) return -1;
+  if (options_from(self, st, kw, &j->options, extra)) return -1;
+  rc = gpuplan_job_resolve(self->ctx, self->cat, model, gpu, node, gpus, nodes, per_node,
+                           kw && PyDict_GetItemString(kw, "dp") != NULL, j);
   if (rc) {
     raise_code(st, rc, gpuplan_errmsg(self->ctx));
     return -1;
   }
-  if (j->node && j->node->gpu_memory_bytes) cl->gpu = j->g; /* the vGPU slice */
   return 0;
+}
+
+static int cluster_of(CatalogObject *self, modstate *st, const job *j, gpuplan_cluster *cl) {
+  int rc = gpuplan_job_cluster(self->ctx, self->cat, j, cl);
+  if (rc) raise_code(st, rc, gpuplan_errmsg(self->ctx));
+  return rc ? -1 : 0;
 }
 
 /* The head of every job result: model, params, gpu, gpus, workload, options. */
 static PyObject *job_head(const job *j, double params) {
   PyObject *d = PyDict_New();
   if (!d) return NULL;
-  if (dset(d, "model", str(j->model_name)) || dset(d, "params", num(params)) || dset(d, "gpu", str(j->g->id)) ||
+  if (dset(d, "model", str(j->model_name)) || dset(d, "params", num(params)) || dset(d, "gpu", str(j->gpu->id)) ||
       dset(d, "gpus", i64(j->gpus)) ||
-      dset(d, "workload", str(j->o.workload == GPUPLAN_TRAIN ? "train" : "infer")) ||
-      dset(d, "options", options_dict(&j->o, j->m))) {
+      dset(d, "workload", str(j->options.workload == GPUPLAN_TRAIN ? "train" : "infer")) ||
+      dset(d, "options", options_dict(&j->options, j->model))) {
     Py_DECREF(d);
     return NULL;
   }
@@ -559,9 +486,9 @@ static PyObject *Catalog_plan(CatalogObject *self, PyObject *args, PyObject *kw)
   if (job_from(self, st, model, gpu, kw, plan_keys, &j)) goto done;
   if (!max_gpus) max_gpus = j.gpus > 8 ? j.gpus : 8;
   /* microseconds each: the GIL stays held */
-  rc = gpuplan_memory_eval(self->ctx, j.m, j.g, &j.o, GPUPLAN_STAGE_WORST, &worst);
+  rc = gpuplan_memory_eval(self->ctx, j.model, j.gpu, &j.options, GPUPLAN_STAGE_WORST, &worst);
   if (!rc && !worst.fits)
-    rc = gpuplan_memory_ladder(self->ctx, self->cat, j.m, j.g, &j.o, max_gpus, fixes,
+    rc = gpuplan_memory_ladder(self->ctx, self->cat, j.model, j.gpu, &j.options, max_gpus, fixes,
                                sizeof fixes / sizeof fixes[0], &nfix);
   if (rc) {
     raise_code(st, rc, gpuplan_errmsg(self->ctx));
@@ -571,10 +498,10 @@ static PyObject *Catalog_plan(CatalogObject *self, PyObject *args, PyObject *kw)
   if (per_rank) {
     int64_t s;
     if (!(stages = PyList_New(0))) goto fail;
-    for (s = 0; s < j.o.pp; s++) {
+    for (s = 0; s < j.options.pp; s++) {
       gpuplan_memory r;
       PyObject *x;
-      if ((rc = gpuplan_memory_eval(self->ctx, j.m, j.g, &j.o, s, &r))) {
+      if ((rc = gpuplan_memory_eval(self->ctx, j.model, j.gpu, &j.options, s, &r))) {
         raise_code(st, rc, gpuplan_errmsg(self->ctx));
         goto fail;
       }
@@ -634,8 +561,8 @@ static PyObject *Catalog_perf(CatalogObject *self, PyObject *args, PyObject *kw)
   if (PyErr_Occurred() || !PyArg_ParseTuple(args, "s|z:perf", &model, &gpu)) return NULL;
   if (lock_catalog(self, st)) return NULL;
   if (job_from(self, st, model, gpu, kw, perf_keys, &j) || cluster_of(self, st, &j, &cl)) goto done;
-  rc = gpuplan_memory_eval(self->ctx, j.m, j.g, &j.o, GPUPLAN_STAGE_WORST, &worst);
-  if (!rc) rc = gpuplan_perf_eval(self->ctx, j.m, &cl, &j.o, G, D, NULL, &p);
+  rc = gpuplan_memory_eval(self->ctx, j.model, j.gpu, &j.options, GPUPLAN_STAGE_WORST, &worst);
+  if (!rc) rc = gpuplan_perf_eval(self->ctx, j.model, &cl, &j.options, G, D, NULL, &p);
   if (rc) {
     raise_code(st, rc, gpuplan_errmsg(self->ctx));
     goto done;
@@ -687,7 +614,7 @@ static PyObject *Catalog_search(CatalogObject *self, PyObject *args, PyObject *k
   }
   /* milliseconds to seconds: other Python threads run meanwhile */
   Py_BEGIN_ALLOW_THREADS
-  rc = gpuplan_search(self->ctx, j.m, &cl, &j.o, G, ob, best, (size_t)top, &n, &stats, NULL, NULL);
+  rc = gpuplan_search(self->ctx, j.model, &cl, &j.options, G, ob, best, (size_t)top, &n, &stats, NULL, NULL);
   Py_END_ALLOW_THREADS
   if (rc) {
     raise_code(st, rc, gpuplan_errmsg(self->ctx));
@@ -733,9 +660,6 @@ static PyObject *Catalog_simulate(CatalogObject *self, PyObject *args, PyObject 
   job j;
   gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
   gpuplan_sim_result r;
-  gpuplan_memory worst;
-  gpuplan_sim *mock = NULL;
-  uint64_t resident;
   int64_t other;
   PyObject *conf = kw ? PyDict_GetItemString(kw, "alloc_conf") : NULL;
   PyObject *keep = kw ? PyDict_GetItemString(kw, "keep_grads") : NULL;
@@ -780,38 +704,13 @@ static PyObject *Catalog_simulate(CatalogObject *self, PyObject *args, PyObject 
     return NULL;
   }
   if (job_from(self, st, model, gpu, kw, sim_keys, &j)) goto done;
-  /* The mock GPU, as `gpuplan simulate`: the SKU's memory, of which the CUDA
-   * context, NCCL buffers and cuBLAS workspace (the memory model's figures)
-   * and other processes sit outside PyTorch's allocator. */
-  rc = gpuplan_memory_eval(self->ctx, j.m, j.g, &j.o, GPUPLAN_STAGE_WORST, &worst);
-  if (rc) {
-    raise_code(st, rc, gpuplan_errmsg(self->ctx));
-    goto done;
-  }
-  resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes +
-             worst.item[GPUPLAN_MEM_WORKSPACE].bytes;
-  rc = gpuplan_sim_new(self->ctx, &mock);
-  if (!rc) rc = gpuplan_sim_add_device(mock, j.g->name, j.g->memory_bytes, resident, NULL);
-  if (!rc && other) rc = gpuplan_sim_set_other_processes(mock, 0, (uint64_t)other);
-  if (rc) {
-    gpuplan_sim_free(mock);
-    if (rc == GPUPLAN_EINVAL)
-      PyErr_Format(st->InvalidError, "other_procs: %lld bytes do not fit beside the CUDA context on %s",
-                   (long long)other, j.g->name);
-    else
-      raise_code(st, rc, gpuplan_errmsg(self->ctx));
-    goto done;
-  }
-  so.device = gpuplan_sim_device(mock, 0);
   Py_BEGIN_ALLOW_THREADS
-  rc = gpuplan_simulate(self->ctx, j.m, j.g, &j.o, &so, &r);
+  rc = gpuplan_sim_simulate(self->ctx, j.model, j.gpu, &j.options, &so, (uint64_t)other, &r);
   Py_END_ALLOW_THREADS
-  gpuplan_sim_free(mock);
   if (rc) {
     raise_code(st, rc, gpuplan_errmsg(self->ctx));
     goto done;
   }
-  r.capacity = j.g->memory_bytes - resident - (uint64_t)other;
   d = Py_BuildValue("{s:L,s:N,s:O,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:K,s:N,s:L,s:L,s:O}", "steps",
                     (long long)r.steps_done, "alloc_conf", str(so.alloc_conf), "set_to_none",
                     so.set_to_none ? Py_True : Py_False, "ops", (unsigned long long)r.ops, "capacity_bytes",
@@ -910,51 +809,17 @@ static PyObject *Catalog_devices(CatalogObject *self, PyObject *args, PyObject *
       goto done;
     }
   } else {
-    char sku[96];
-    const char *colon = strchr(simspec, ':');
-    long count = 1;
-    const gpuplan_gpu *g;
-    snprintf(sku, sizeof sku, "%.*s", colon ? (int)(colon - simspec) : (int)strlen(simspec), simspec);
-    if (colon) {
-      char *end;
-      count = strtol(colon + 1, &end, 10);
-      if (*end || count < 1 || count > 64) {
-        PyErr_Format(st->InvalidError, "sim: '%s' is not SKU[:N] with N in 1..64", simspec);
-        goto done;
-      }
-    }
-    if ((rc = gpuplan_catalog_gpu(self->cat, sku, &g)) || (rc = gpuplan_sim_new(self->ctx, &sim))) {
-      raise_code(st, rc, gpuplan_errmsg(self->ctx));
+    const char *names[16];
+    Py_ssize_t nf = seq ? PySequence_Fast_GET_SIZE(seq) : 0;
+    if (nf > 16) {
+      PyErr_SetString(st->InvalidError, "faults: at most 16");
       goto done;
     }
-    for (i = 0; i < count; i++)
-      if ((rc = gpuplan_sim_add_gpu(sim, g, -1, NULL))) {
-        raise_code(st, rc, gpuplan_errmsg(self->ctx));
-        goto done;
-      }
-    for (i = 0; seq && i < PySequence_Fast_GET_SIZE(seq); i++) {
-      const char *f = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
-      char name[64];
-      const char *at;
-      int dev = -1, k;
-      if (!f) goto done;
-      at = strchr(f, '@');
-      snprintf(name, sizeof name, "%.*s", at ? (int)(at - f) : (int)strlen(f), f);
-      if (at) dev = atoi(at + 1);
-      k = gpuplan_sim_fault_parse(name);
-      if (k < 0 || gpuplan_sim_inject(sim, dev, (gpuplan_sim_fault)k, 1)) {
-        PyErr_Format(st->InvalidError,
-                     "faults: '%s' is not NAME[@GPU] with NAME one of oom, cuda-mismatch, gpu-not-found, ecc, "
-                     "thermal, data-starvation, nvlink-down and GPU in 0..%ld", f, count - 1);
-        goto done;
-      }
-    }
-    for (i = 0; i < count && load > 0; i++) {
-      const gpuplan_device_ops *dev = gpuplan_sim_device(sim, i);
-      uint64_t fr, tot, addr;
-      gpuplan_sim_run(sim, i, load, busy, NULL);
-      dev->mem_info(dev->payload, &fr, &tot);
-      if (memfrac > 0 && fr > tot / 4) dev->malloc(dev->payload, (uint64_t)((double)fr * memfrac), &addr);
+    for (i = 0; i < nf; i++)
+      if (!(names[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i)))) goto done;
+    if ((rc = gpuplan_sim_node(self->ctx, self->cat, simspec, names, (size_t)nf, load, busy, memfrac, &sim))) {
+      raise_code(st, rc, gpuplan_errmsg(self->ctx));
+      goto done;
     }
     if ((rc = gpuplan_sim_backend(sim, &b))) {
       raise_code(st, rc, gpuplan_errmsg(self->ctx));

@@ -7,6 +7,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpuplan/sim.h"
@@ -480,4 +481,99 @@ static const gpuplan_backend_ops mock_ops = {"mock", mock_driver, mock_count, mo
 int gpuplan_sim_backend(gpuplan_sim *s, gpuplan_backend **out) {
   if (!s || !out) return GPUPLAN_EMISUSE;
   return gpuplan_backend_new(s->ctx, &mock_ops, s, out);
+}
+
+int gpuplan_sim_node(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *spec, const char *const *faults,
+                     size_t nfaults, double load_s, double busy, double mem_fraction, gpuplan_sim **out) {
+  char sku[96], name[64];
+  const char *colon;
+  const gpuplan_gpu *g;
+  gpuplan_sim *s = NULL;
+  long n = 1, i;
+  size_t k;
+  int rc;
+  if (!out) return GPUPLAN_EMISUSE;
+  *out = NULL;
+  if (!ctx || !cat || !spec || (nfaults && !faults)) return gpuplan_seterror(ctx, GPUPLAN_EMISUSE, "sim: NULL argument");
+  if (!(load_s >= 0 && load_s <= 1e6) || !(busy >= 0 && busy <= 1) || !(mem_fraction >= 0 && mem_fraction <= 1))
+    return gpuplan_seterror(ctx, GPUPLAN_EINVAL,
+                            "load, busy, mem: load is 0..1e6 seconds, busy and mem are fractions in 0..1");
+  colon = strchr(spec, ':');
+  snprintf(sku, sizeof sku, "%.*s", colon ? (int)(colon - spec) : (int)strlen(spec), spec);
+  if (colon) {
+    char *end;
+    n = strtol(colon + 1, &end, 10);
+    if (*end || n < 1 || n > 64)
+      return gpuplan_seterror(ctx, GPUPLAN_EINVAL, "sim: '%s' is not SKU[:N] with N in 1..64", spec);
+  }
+  if ((rc = gpuplan_catalog_gpu(cat, sku, &g))) return rc;
+  if ((rc = gpuplan_sim_new(ctx, &s))) return rc;
+  for (i = 0; i < n; i++)
+    if ((rc = gpuplan_sim_add_gpu(s, g, -1, NULL))) goto fail;
+  for (k = 0; k < nfaults; k++) {
+    const char *at = faults[k] ? strchr(faults[k], '@') : NULL;
+    int dev = -1, f;
+    if (!faults[k]) {
+      rc = gpuplan_seterror(ctx, GPUPLAN_EMISUSE, "faults: NULL entry");
+      goto fail;
+    }
+    snprintf(name, sizeof name, "%.*s", at ? (int)(at - faults[k]) : (int)strlen(faults[k]), faults[k]);
+    if (at) {
+      char *end;
+      dev = (int)strtol(at + 1, &end, 10);
+      if (*end || !at[1]) dev = -2;
+    }
+    f = gpuplan_sim_fault_parse(name);
+    if (f < 0 || dev < -1 || dev >= n || gpuplan_sim_inject(s, dev, (gpuplan_sim_fault)f, 1)) {
+      rc = gpuplan_seterror(ctx, GPUPLAN_EINVAL,
+                            "faults: '%s' is not NAME[@GPU] with NAME one of oom, cuda-mismatch, gpu-not-found, "
+                            "ecc, thermal, data-starvation, nvlink-down and GPU in 0..%ld", faults[k], n - 1);
+      goto fail;
+    }
+  }
+  /* a training load: clocks, temperature and utilisation move, and the
+   * job's PyTorch cache holds most of what is free */
+  for (i = 0; i < n && load_s > 0; i++) {
+    const gpuplan_device_ops *d = gpuplan_sim_device(s, (int)i);
+    uint64_t fr, tot, addr;
+    gpuplan_sim_run(s, (int)i, load_s, busy, NULL);
+    d->mem_info(d->payload, &fr, &tot);
+    if (mem_fraction > 0 && fr > tot / 4) d->malloc(d->payload, (uint64_t)((double)fr * mem_fraction), &addr);
+  }
+  *out = s;
+  return GPUPLAN_OK;
+fail:
+  gpuplan_sim_free(s);
+  return rc;
+}
+
+int gpuplan_sim_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
+                         const gpuplan_memory_options *options, const gpuplan_sim_options *so_in,
+                         uint64_t other_bytes, gpuplan_sim_result *out) {
+  gpuplan_memory worst;
+  gpuplan_sim_options so;
+  gpuplan_sim *mock = NULL;
+  uint64_t resident;
+  int rc;
+  if (!ctx || !model || !gpu || !options || !so_in || !out)
+    return gpuplan_seterror(ctx, GPUPLAN_EMISUSE, "simulate: NULL argument");
+  if ((rc = gpuplan_memory_eval(ctx, model, gpu, options, GPUPLAN_STAGE_WORST, &worst))) return rc;
+  resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes +
+             worst.item[GPUPLAN_MEM_WORKSPACE].bytes;
+  if ((rc = gpuplan_sim_new(ctx, &mock))) return gpuplan_seterror(ctx, rc, "simulate: out of memory");
+  rc = gpuplan_sim_add_device(mock, gpu->name, gpu->memory_bytes, resident, NULL);
+  if (!rc && other_bytes) rc = gpuplan_sim_set_other_processes(mock, 0, other_bytes);
+  if (rc) {
+    gpuplan_sim_free(mock);
+    return gpuplan_seterror(ctx, rc, "other_procs: %llu bytes do not fit beside the %llu bytes of CUDA context, "
+                            "NCCL and cuBLAS on %s", (unsigned long long)other_bytes, (unsigned long long)resident,
+                            gpu->name);
+  }
+  so = *so_in;
+  so.device = gpuplan_sim_device(mock, 0);
+  rc = gpuplan_simulate(ctx, model, gpu, options, &so, out);
+  gpuplan_sim_free(mock);
+  if (rc) return rc;
+  out->capacity = gpu->memory_bytes - resident - other_bytes;
+  return GPUPLAN_OK;
 }

@@ -107,8 +107,8 @@ check "doctor nvlink-down" 1 "NVLink not detected" -- "$gp" doctor --sim a100-80
 check "doctor nvlink-down cost" 1 "on PCIe (" -- "$gp" doctor --sim a100-80gb:8 --fault nvlink-down
 
 # bad input
-check "unknown fault" 2 "is not one of" -- "$gp" smi --sim a100-80gb --fault gremlins
-check "fault on a missing GPU" 2 "GPU 5" -- "$gp" smi --sim a100-80gb:2 --fault ecc@5
+check "unknown fault" 2 "NAME one of oom" -- "$gp" smi --sim a100-80gb --fault gremlins
+check "fault on a missing GPU" 2 "ecc@5.*GPU in 0..1" -- "$gp" smi --sim a100-80gb:2 --fault ecc@5
 check "unknown SKU" 1 "a100-9000" -- "$gp" smi --sim a100-9000
 check "bad count" 2 "SKU\[:N\]" -- "$gp" smi --sim a100-80gb:0
 check "unknown field" 2 "field 'fan.speed' is not known" -- \

@@ -149,6 +149,34 @@ GPUPLAN_API const gpuplan_gpu *gpuplan_sim_sku(const gpuplan_sim *sim, int dev);
  */
 GPUPLAN_API int gpuplan_sim_backend(gpuplan_sim *sim, gpuplan_backend **out);
 
+/**
+ * A mock node as tools describe it: spec "SKU[:N]" (N GPUs of a catalog
+ * SKU, 1..64), faults "NAME[@GPU]" (every GPU without @), then load_s
+ * seconds of training at busy (0..1) on every GPU, whose PyTorch cache then
+ * holds mem_fraction (0..1) of the free memory.  What `gpuplan smi --sim`
+ * and the bindings' devices() build.
+ * @return GPUPLAN_OK; GPUPLAN_ENOTFOUND/EAMBIGUOUS for the SKU; GPUPLAN_EINVAL
+ *         naming the field (sim, faults, load, busy, mem).
+ * @threads ctx  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_sim_node(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *spec,
+                                 const char *const *faults, size_t nfaults, double load_s, double busy,
+                                 double mem_fraction, gpuplan_sim **out);
+
+/**
+ * gpuplan_simulate() on a mock GPU of the SKU, as `gpuplan simulate` runs
+ * it: the CUDA context, NCCL buffers and cuBLAS workspace the memory model
+ * charges sit on the device outside PyTorch's allocator, other processes
+ * hold other_bytes, and out->capacity is what is left for PyTorch.
+ * so->device is ignored (the mock is used).
+ * @return as gpuplan_simulate; GPUPLAN_EINVAL (named) when other_bytes do
+ *         not fit beside the resident memory.
+ * @threads ctx  @since 0.1.0
+ */
+GPUPLAN_API int gpuplan_sim_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
+                                     const gpuplan_memory_options *options, const gpuplan_sim_options *so,
+                                     uint64_t other_bytes, gpuplan_sim_result *out);
+
 GPUPLAN_END_DECLS
 
 #endif /* GPUPLAN_SIM_H */
