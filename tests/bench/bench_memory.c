@@ -8,13 +8,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench.h"
 #include "gpuplan.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv) {
   gpuplan_ctx *ctx;

@@ -134,6 +134,17 @@ static const char *parse_divisions(gpuplan_ctx *ctx, const char *p, gpuplan_allo
   }
 }
 
+/* A real number that is the whole of v[0..n). */
+static int parse_real(const char *v, size_t n, double *out) {
+  char buf[64];
+  char *e;
+  if (n == 0 || n >= sizeof buf) return 0;
+  memcpy(buf, v, n);
+  buf[n] = '\0';
+  *out = strtod(buf, &e);
+  return *e == '\0';
+}
+
 static int parse_bool(const char *v, size_t n, int *out) {
   if (n == 4 && (strncmp(v, "True", 4) == 0 || strncmp(v, "true", 4) == 0)) *out = 1;
   else if (n == 5 && (strncmp(v, "False", 5) == 0 || strncmp(v, "false", 5) == 0)) *out = 0;
@@ -185,15 +196,8 @@ int gpuplan_alloc_conf_parse(gpuplan_ctx *ctx, const char *s, gpuplan_torch_vers
           return conf_err(ctx, "max_non_split_rounding_mb", "must be an integer number of MiB", val);
         out->max_non_split_rounding = mb << 20;
       } else if (KEY("garbage_collection_threshold")) {
-        char buf[64];
-        char *e;
         double t;
-        if (vlen == 0 || vlen >= sizeof buf)
-          return conf_err(ctx, "garbage_collection_threshold", "must be in (0, 1)", val);
-        memcpy(buf, val, vlen);
-        buf[vlen] = '\0';
-        t = strtod(buf, &e);
-        if (*e || !(t > 0 && t < 1))
+        if (!parse_real(val, vlen, &t) || !(t > 0 && t < 1))
           return conf_err(ctx, "garbage_collection_threshold", "must be in (0, 1)", val);
         out->garbage_collection_threshold = t;
       } else if (KEY("expandable_segments")) {
@@ -206,15 +210,8 @@ int gpuplan_alloc_conf_parse(gpuplan_ctx *ctx, const char *s, gpuplan_torch_vers
           return conf_err(ctx, "large_segment_size_mb", "must be an integer number of MiB >= 2", val);
         out->large_segment_size = mb << 20;
       } else if (KEY("per_process_memory_fraction")) {
-        char buf[64];
-        char *e;
         double t;
-        if (vlen == 0 || vlen >= sizeof buf)
-          return conf_err(ctx, "per_process_memory_fraction", "must be in (0, 1]", val);
-        memcpy(buf, val, vlen);
-        buf[vlen] = '\0';
-        t = strtod(buf, &e);
-        if (*e || !(t > 0 && t <= 1))
+        if (!parse_real(val, vlen, &t) || !(t > 0 && t <= 1))
           return conf_err(ctx, "per_process_memory_fraction", "must be in (0, 1]", val);
         out->memory_fraction = t;
       } else if (KEY("backend")) {
