@@ -607,8 +607,7 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
   double size = 0;
   const gpuplan_model *m = NULL;
   const gpuplan_gpu *g = NULL;
-  gpuplan_model inline_model;
-  gpuplan_gpu node_gpu;
+  gpuplan_job job;
   gpuplan_memory worst;
   gpuplan_fix fixes[12];
   size_t nfix = 0, k;
@@ -794,24 +793,19 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
   if (gpu_name && node_name) return cli_fail(c, EXIT_USAGE, "plan: give --gpu or --node, not both");
   if ((rc = cli_catalog(c))) return rc;
 
-  if (gpuplan_parse_size(model_name, &size)) {
-    if ((rc = gpuplan_catalog_model(c->cat, "llama-2-7b", &m))) return cli_lib_fail(c, rc);
-    inline_model = *m;
-    m = &inline_model;
-    o.params_override = size;
-  } else if ((rc = gpuplan_catalog_model(c->cat, model_name, &m))) {
-    return cli_lib_fail(c, rc);
-  }
-  if (node_name) {
+  if (node_name && simulate == 2) {
     const gpuplan_node *n;
     if ((rc = gpuplan_catalog_node(c->cat, node_name, &n))) return cli_lib_fail(c, rc);
-    node = n;
-    if (simulate == 2 && !n->gpu_id) {
+    if (!n->gpu_id) {
       /* A CPU-only VM: one device per node, the memory model is moot. */
       gpuplan_cluster cl;
       gpuplan_perf pf;
-      gpuplan_gpu cpu;
-      memset(&cpu, 0, sizeof cpu);
+      if (gpuplan_parse_size(model_name, &size)) {
+        if ((rc = gpuplan_catalog_model(c->cat, "llama-2-7b", &m))) return cli_lib_fail(c, rc);
+        o.params_override = size;
+      } else if ((rc = gpuplan_catalog_model(c->cat, model_name, &m))) {
+        return cli_lib_fail(c, rc);
+      }
       if ((rc = gpuplan_cluster_from_node(c->ctx, c->cat, n, nodes, &cl))) return cli_lib_fail(c, rc);
       o.dp = nodes;
       o.precision = GPUPLAN_PREC_FP32;
@@ -822,39 +816,22 @@ static int plan_main(cli *c, int argc, char **argv, int simulate) {
                size > 0 ? model_name : m->id, gpuplan_model_params(m) / 1e9, (long long)nodes, n->name,
                (long long)n->vcpus, n->cpu_fp32_flops / 1e12);
       print_perf(&pf, &cl, train_tokens, json);
-      (void)cpu;
       return EXIT_OK;
     }
-    if (!n->gpu_id || n->gpu_count < 1)
-      return cli_fail(c, EXIT_RUNTIME, "plan: node %s has no GPU (a CPU-only size)", n->name);
-    if ((rc = gpuplan_catalog_gpu(c->cat, n->gpu_id, &g))) return cli_lib_fail(c, rc);
-    node_gpu = *g;
-    if (n->gpu_memory_bytes) node_gpu.memory_bytes = n->gpu_memory_bytes; /* vGPU slice */
-    g = &node_gpu;
-    if (nodes < 1) return cli_fail(c, EXIT_USAGE, "plan: --nodes must be at least 1");
-    if (!gpus) gpus = n->gpu_count * nodes;
-  } else if ((rc = gpuplan_catalog_gpu(c->cat, gpu_name, &g))) {
-    return cli_lib_fail(c, rc);
   }
 
-  /* GPUs = dp * tp * pp * cp. */
-  if (o.tp < 1 || o.pp < 1 || o.cp < 1)
-    return cli_fail(c, EXIT_USAGE, "plan: --tp, --pp and --cp must be at least 1");
-  if (gpus) {
-    int64_t per = o.tp * o.pp * o.cp;
-    if (!dp_given) {
-      if (gpus % per)
-        return cli_fail(c, EXIT_RUNTIME,
-                        "plan: gpus (%lld) is not a multiple of tp*pp*cp (%lld); gpus must equal dp*tp*pp*cp",
-                        (long long)gpus, (long long)per);
-      o.dp = gpus / per;
-    } else if (o.dp * per != gpus) {
-      return cli_fail(c, EXIT_RUNTIME, "plan: gpus (%lld) != dp*tp*pp*cp (%lld*%lld*%lld*%lld = %lld)",
-                      (long long)gpus, (long long)o.dp, (long long)o.tp, (long long)o.pp,
-                      (long long)o.cp, (long long)(o.dp * per));
-    }
-  }
-  gpus = o.dp * o.tp * o.pp * o.cp;
+  /* The job: model or size, GPU or node (vGPU memory), gpus = dp*tp*pp*cp,
+   * as the bindings resolve it. */
+  job.options = o;
+  rc = gpuplan_job_resolve(c->ctx, c->cat, model_name, gpu_name, node_name, gpus, nodes, per_node, dp_given, &job);
+  if (rc == GPUPLAN_EINVAL) return cli_fail(c, EXIT_RUNTIME, "plan: %s", gpuplan_errmsg(c->ctx));
+  if (rc) return cli_lib_fail(c, rc);
+  o = job.options;
+  m = job.model;
+  g = job.gpu; /* may point into job: job lives to the end of this function */
+  node = job.node;
+  gpus = job.gpus;
+  if (!gpuplan_parse_size(model_name, &size)) size = 0; /* a size ("7B") is printed as given */
   if (!max_gpus) max_gpus = gpus > 8 ? gpus : 8;
 
   if (simulate == 3) {

@@ -87,7 +87,7 @@ check "plan unknown model" 1 "did you mean llama-2-7b" -- "$gp" plan lamma-2-7b 
 check "plan unknown gpu" 1 "unknown GPU" -- "$gp" plan llama-2-7b --gpu h10O-sxm
 check "plan heads/tp" 1 "tp: 3 does not divide" -- "$gp" plan llama-2-7b --gpu h100-sxm --tp 3
 check "plan layers/pp" 1 "pp: 5 does not divide" -- "$gp" plan llama-2-7b --gpu h100-sxm --pp 5
-check "plan gpus product" 1 "gpus (8) != dp" -- "$gp" plan llama-2-7b --gpu h100-sxm --gpus 8 --dp 3
+check "plan gpus product" 1 "gpus: 8 != dp\*tp\*pp\*cp (3\*1\*1\*1 = 3)" -- "$gp" plan llama-2-7b --gpu h100-sxm --gpus 8 --dp 3
 check "plan negative" 2 "not a non-negative integer" -- "$gp" plan llama-2-7b --gpu h100-sxm --micro-batch -2
 check "plan zero batch" 1 "micro_batch: must be at least 1" -- "$gp" plan llama-2-7b --gpu h100-sxm --micro-batch 0
 check "plan overflow" 1 "overflows 64 bits" -- "$gp" plan llama-2-7b --gpu h100-sxm --micro-batch 16000000 --seq 90000000

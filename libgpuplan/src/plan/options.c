@@ -247,12 +247,14 @@ int gpuplan_job_resolve(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *mode
   if (gpus) {
     if (!dp_given) {
       if (gpus % per)
-        return gpuplan__error(ctx, GPUPLAN_EINVAL, "gpus: %lld is not a multiple of tp*pp*cp (%lld)",
+        return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                              "gpus: %lld is not a multiple of tp*pp*cp (%lld); gpus must equal dp*tp*pp*cp",
                               (long long)gpus, (long long)per);
       j->options.dp = gpus / per;
     } else if (j->options.dp * per != gpus) {
-      return gpuplan__error(ctx, GPUPLAN_EINVAL, "gpus: %lld != dp*tp*pp*cp (%lld)", (long long)gpus,
-                            (long long)(j->options.dp * per));
+      return gpuplan__error(ctx, GPUPLAN_EINVAL, "gpus: %lld != dp*tp*pp*cp (%lld*%lld*%lld*%lld = %lld)",
+                            (long long)gpus, (long long)j->options.dp, (long long)j->options.tp,
+                            (long long)j->options.pp, (long long)j->options.cp, (long long)(j->options.dp * per));
     }
   }
   j->gpus = j->options.dp * per;
