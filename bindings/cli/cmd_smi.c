@@ -244,16 +244,24 @@ static int smi_query(cli *c, machine *m, const char *fields, const char *format)
       else if (!strcmp(n, "clocks.max.sm"))
         printf("%d%s%s", tel && t.max_sm_clock_mhz > 0 ? t.max_sm_clock_mhz : info.clock_mhz, sp, u);
       else if (!tel) printf("[N/A]");
-      else if (!strcmp(n, "temperature.gpu")) printf("%.0f", t.temperature_c);
-      else if (!strcmp(n, "utilization.gpu")) printf("%.0f%s%s", 100 * t.gpu_util, sp, u);
-      else if (!strcmp(n, "utilization.memory")) printf("%.0f%s%s", 100 * t.mem_util, sp, u);
-      else if (!strcmp(n, "power.draw")) printf("%.2f%s%s", t.power_w, sp, u);
-      else if (!strcmp(n, "power.limit")) printf("%.2f%s%s", t.power_limit_w, sp, u);
-      else if (!strcmp(n, "clocks.sm")) printf("%d%s%s", t.sm_clock_mhz, sp, u);
-      else if (!strcmp(n, "pstate")) printf("P%d", t.pstate);
-      else if (!strcmp(n, "ecc.errors.uncorrected.volatile.total")) printf("%lld", t.ecc_uncorrected);
-      else if (!strcmp(n, "ecc.errors.corrected.volatile.total")) printf("%lld", t.ecc_corrected);
-      else if (!strcmp(n, "clocks_throttle_reasons.active")) printf("0x%016llx", (unsigned long long)t.throttle);
+      /* a field this card or driver does not report: [N/A], as nvidia-smi */
+#define REAL(v, fmt, x) else if (!strcmp(n, v)) { if (isfinite(x)) printf(fmt "%s%s", x, sp, u); else printf("[N/A]"); }
+#define INT(v, fmt, x) else if (!strcmp(n, v)) { if ((x) >= 0) printf(fmt "%s%s", x, sp, u); else printf("[N/A]"); }
+      REAL("temperature.gpu", "%.0f", t.temperature_c)
+      REAL("utilization.gpu", "%.0f", 100 * t.gpu_util)
+      REAL("utilization.memory", "%.0f", 100 * t.mem_util)
+      REAL("power.draw", "%.2f", t.power_w)
+      REAL("power.limit", "%.2f", t.power_limit_w)
+      INT("clocks.sm", "%d", t.sm_clock_mhz)
+      INT("pstate", "P%d", t.pstate)
+      INT("ecc.errors.uncorrected.volatile.total", "%lld", t.ecc_uncorrected)
+      INT("ecc.errors.corrected.volatile.total", "%lld", t.ecc_corrected)
+      else if (!strcmp(n, "clocks_throttle_reasons.active")) {
+        if (t.throttle >= 0) printf("0x%016llx", (unsigned long long)t.throttle);
+        else printf("[N/A]");
+      }
+#undef REAL
+#undef INT
     }
     printf("\n");
   }
