@@ -196,6 +196,50 @@ describe("gpuplan (Lua " .. (jit and jit.version or _VERSION) .. ")", function()
     end)
   end)
 
+  describe("devices", function()
+    it("simulated GPUs with faults equal gpuplan smi --query-gpu", function()
+      local d = assert(cat:devices({ sim = "a100-80gb:2", faults = { "thermal@1" } }))
+      assert.equal(2, #d)
+      local p = assert(io.popen("'" .. H.CLI .. "' smi --sim a100-80gb:2 --fault thermal@1 " ..
+        "--query-gpu=index,temperature.gpu,pstate,clocks.sm,memory.used --format=csv,noheader,nounits"))
+      local i = 0
+      for line in p:lines() do
+        i = i + 1
+        local idx, temp, pstate, clock, used = line:match("^(%d+), (%d+), P(%d+), (%d+), (%d+)$")
+        assert.equal(tonumber(idx), d[i].index)
+        assert.equal(tonumber(temp), math.floor(d[i].temperature_c + 0.5))
+        assert.equal(tonumber(pstate), d[i].pstate)
+        assert.equal(tonumber(clock), d[i].sm_clock_mhz)
+        assert.equal(tonumber(used), math.floor(d[i].memory_used_bytes / 1048576 + 0.5))
+      end
+      p:close()
+      assert.equal(2, i)
+      assert.equal(2, d[2].pstate)
+      assert.equal("a100-sxm4-80gb", d[1].sku)
+      assert.equal(12, d[1].nvlink_up)
+    end)
+
+    it("reports faults and errors the Lua way", function()
+      local d = assert(cat:devices({ sim = "h100-sxm5-80gb:2", faults = { "ecc@0", "nvlink-down" } }))
+      assert.equal(2, d[1].ecc_uncorrected)
+      assert.equal(0, d[2].nvlink_up)
+      local r, msg, code = cat:devices({ sim = "a100-80gb", faults = { "gremlins" } })
+      assert.is_nil(r)
+      assert.equal("GPUPLAN_EINVAL", code)
+      assert.truthy(msg:find("gremlins", 1, true))
+      r, msg, code = cat:devices({ sim = "a100-80gb", faults = { "gpu-not-found" } })
+      assert.is_nil(r)
+      assert.truthy(msg:find("couldn't communicate", 1, true))
+      assert.has_error(function() cat:devices({ faults = { "ecc" } }) end)
+      -- this machine: a list where there is a driver, nil + message where not
+      r, msg, code = cat:devices()
+      if not r then
+        assert.is_string(msg)
+        assert.truthy(code == "GPUPLAN_EUNSUPPORTED" or code == "GPUPLAN_ENOTFOUND", code)
+      end
+    end)
+  end)
+
   describe("handles", function()
     it("close is idempotent; methods on a closed catalog raise; __tostring says closed", function()
       local c = assert(gpuplan.open())

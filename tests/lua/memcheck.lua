@@ -25,6 +25,9 @@ assert(not gpuplan.replay("/nonexistent.pickle"))
 local traces = os.getenv("GPUPLAN_TRACES")
 if traces then assert(gpuplan.replay(traces .. "/linear-grad.pickle")) end
 assert(not gpuplan.open("/nonexistent/catalog.sqlite"))
+assert(cat:devices({ sim = "a100-80gb:4", faults = { "thermal", "ecc@1" } }))
+assert(not cat:devices({ sim = "a100-80gb", faults = { "gremlins" } }))
+cat:devices() -- no driver here: nil, message
 local s = assert(sched.new(cat))
 assert(s:place({ model = "llama-2-7b", gpus = 4, options = { dp_mode = "zero3", recompute = "full" } },
   { nodes = { { name = "a", gpu = "a100-sxm4-40gb", free = { 0, 1, 2, 3 } } } }))
