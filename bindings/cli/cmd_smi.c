@@ -35,6 +35,15 @@ typedef struct smi_opts {
   double torch_cuda;
 } smi_opts;
 
+/* Defaults shared by smi and doctor: a node ten minutes into training. */
+static void smi_defaults(smi_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->load_s = 600;
+  o->busy = 0.95;
+  o->mem_used = 0.87;
+  o->torch_cuda = 12.1;
+}
+
 static void machine_close(machine *m) {
   gpuplan_backend_free(m->backend);
   gpuplan_sim_free(m->sim);
@@ -371,11 +380,7 @@ int cmd_smi(cli *c, int argc, char **argv) {
   machine m;
   const char *query = NULL, *format = NULL;
   int topo = 0, dmon = 0, count = 5, i, rc;
-  memset(&o, 0, sizeof o);
-  o.load_s = 600;
-  o.busy = 0.95;
-  o.mem_used = 0.87;
-  o.torch_cuda = 12.1;
+  smi_defaults(&o);
   for (i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (cli_is_help(a)) {
@@ -481,11 +486,7 @@ int cmd_doctor(cli *c, int argc, char **argv) {
   gpuplan_driver_info drv;
   char buf[1024];
   int i, rc;
-  memset(&o, 0, sizeof o);
-  o.load_s = 600;
-  o.busy = 0.95;
-  o.mem_used = 0.87;
-  o.torch_cuda = 12.1;
+  smi_defaults(&o);
   for (i = 1; i < argc; i++) {
     if (cli_is_help(argv[i])) {
       fputs(doctor_usage, stdout);

@@ -269,8 +269,12 @@ int gpuplan_sim_fault_parse(const char *s) {
 
 /* The thermal model: steady state T = inlet + R * P, first order with a
  * 30 s time constant; a healthy device sits near 70 C at full power, one
- * with failing cooling would pass 100 C, so it throttles at 83 C (the
- * seed's threshold): clocks drop until power holds it there. */
+ * with failing cooling would pass 100 C, so it throttles at 83 C: clocks
+ * drop until power holds it there.  Sources: 83 C and P0 -> P2 are the seed
+ * article's (shared/seeds/000, problem 5).  The rest are assumptions chosen
+ * to be plausible, not measured: 30 C inlet, 40 C rise at TDP (75 C with
+ * the fault), idle power 15% of TDP, power linear in busy time and clock,
+ * a starved GPU busy 35% of the time (the seed's "below 50%"). */
 #define T_INLET 30.0
 #define T_SLOWDOWN 83.0
 #define TAU_S 30.0

@@ -1327,16 +1327,8 @@ static int view_cmp(const void *x, const void *y) {
 static int collect_views(gpuplan_cca *a, view **out, size_t *n_out) {
   gpuplan__seg *s;
   gpuplan__blk *b;
-  size_t n = 0, k = 0;
+  size_t n = gpuplan_cca_segment_count(a), k = 0;
   view *v;
-  for (s = a->segs; s; s = s->snext) {
-    if (!s->expandable) {
-      n++;
-      continue;
-    }
-    for (b = s->first; b; b = b->next)
-      if (b->mapped && (!b->prev || !b->prev->mapped)) n++;
-  }
   *n_out = n;
   *out = NULL;
   if (!n) return GPUPLAN_OK;
