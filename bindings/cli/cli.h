@@ -5,7 +5,8 @@
 #include <stdio.h>
 
 #include "gpuplan.h"
-#include "gpuplan/sim.h"
+#include "gpuplan/backend.h"
+#include "gpuplan/mock.h"
 
 /* Exit codes. */
 #define EXIT_OK 0
@@ -21,6 +22,9 @@ typedef struct cli {
   const char *layer_path;    /* --layer FILE: layer this file over the default */
   gpuplan_ctx *ctx;
   gpuplan_catalog *cat;
+  gpuplan_job *job;          /* the job being parsed/run (cli_run) */
+  gpuplan_job_progress_fn progress; /* set by commands that show progress */
+  double started;            /* monotonic seconds when the command started */
 } cli;
 
 /* Print "gpuplan: message" on stderr and return code. */
@@ -60,6 +64,47 @@ void table_cell(table *t, const char *fmt, ...)
 void table_align(table *t, int col, char how);
 void table_print(table *t, FILE *f);
 void table_free(table *t);
+
+/* --- the job API front end (args.c) -------------------------------------- */
+
+typedef struct cli_out {
+  cli_format format;
+  int help;
+} cli_out;
+
+/* A command's own arguments (nvidia-smi style): return how many argv
+ * entries from i it consumed (0: not its own), or -exit_code. */
+typedef int (*cli_extra_fn)(cli *c, void *payload, int argc, char **argv, int i);
+/* Render a document as text; returns the exit code. */
+typedef int (*cli_render_fn)(cli *c, gpuplan_doc *doc);
+
+/* Map a library status to an exit code (EINVAL, ENOTFOUND, EAMBIGUOUS: 2). */
+int cli_exit_code(int rc);
+/* Report a job failure: "cmd: message", with cli_exit_code's code. */
+int cli_job_fail(cli *c, const char *cmd, int rc);
+/* Set the job's options from argv (argv[0] is the command). */
+int cli_parse(cli *c, int cmd, int argc, char **argv, gpuplan_job *job, cli_out *out, cli_extra_fn extra,
+              void *payload);
+/* A command's help, generated from the option table. */
+void cli_help(int cmd, const char *usage, const char *about, FILE *f);
+/* Write a document as JSON or CSV. */
+int cli_emit(cli *c, const char *cmd, gpuplan_doc *doc, cli_format fmt);
+/* Parse, run and render one command of the job API. */
+int cli_run(cli *c, int cmd, int argc, char **argv, const char *usage, const char *about, cli_render_fn render,
+            cli_extra_fn extra, void *payload);
+
+/* Reading documents (render_*.c). */
+const gpuplan_value *dv(const gpuplan_value *v, const char *path);
+double dnum(const gpuplan_value *v, const char *path);   /* NaN when null or absent */
+int64_t dint(const gpuplan_value *v, const char *path);
+const char *dstr(const gpuplan_value *v, const char *path); /* "" when null */
+int dbool(const gpuplan_value *v, const char *path);
+int disnull(const gpuplan_value *v, const char *path);
+/* Text from a catalog or a file, safe for a terminal: C0/C1 controls and
+ * DEL written as \xNN.  Writes into buf (cap bytes) and returns it. */
+const char *term_safe(const char *s, char *buf, size_t cap);
+/* Monotonic seconds. */
+double cli_now(void);
 
 /* Commands. */
 int cmd_catalog(cli *c, int argc, char **argv);

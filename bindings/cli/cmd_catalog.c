@@ -285,6 +285,13 @@ static int cmd_info(cli *c, cli_format fmt) {
   return EXIT_OK;
 }
 
+/*
+ * The whole of an SQL file, NUL-terminated, or NULL.  Everything short of
+ * the whole file is an error, said on stderr here (review M4): a failed
+ * allocation used to return the part read so far, and a NUL byte ended the
+ * SQL text there, both imported as if they were the file.  The caller adds
+ * "cannot read the file" (the same "gpuplan: " prefix as cli_fail).
+ */
 static char *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   char *buf = NULL;
@@ -292,17 +299,34 @@ static char *read_file(const char *path, size_t *len) {
   if (!f) return NULL;
   for (;;) {
     size_t got;
+    char *nul;
     if (cap - n < 4096) {
-      char *nb = realloc(buf, cap ? cap * 2 : 8192);
-      if (!nb) break;
+      size_t ncap = cap ? cap * 2 : 8192;
+      char *nb = ncap > cap ? realloc(buf, ncap) : NULL;
+      if (!nb) {
+        fprintf(stderr, "gpuplan: %s: out of memory after %zu bytes; nothing "
+                "imported\n", path, n);
+        fclose(f);
+        free(buf);
+        return NULL;
+      }
       buf = nb;
-      cap = cap ? cap * 2 : 8192;
+      cap = ncap;
     }
     got = fread(buf + n, 1, cap - n - 1, f);
+    /* Stop at the first NUL rather than read the rest of, say, /dev/zero. */
+    nul = got ? memchr(buf + n, '\0', got) : NULL;
+    if (nul) {
+      fprintf(stderr, "gpuplan: %s: byte %zu is NUL; SQL text cannot hold "
+              "one, nothing imported\n", path, (size_t)(nul - buf));
+      fclose(f);
+      free(buf);
+      return NULL;
+    }
     n += got;
     if (got == 0) break;
   }
-  if (ferror(f) || !buf) {
+  if (ferror(f)) {
     fclose(f);
     free(buf);
     return NULL;

@@ -19,7 +19,7 @@
 #define MiB 1048576.0
 
 typedef struct machine {
-  gpuplan_sim *sim;          /* NULL: the real machine */
+  gpuplan_mock *sim;          /* NULL: the real machine */
   gpuplan_backend *backend;  /* NULL when the driver could not be opened */
   int open_rc;               /* why not */
   char open_msg[640];
@@ -46,7 +46,7 @@ static void smi_defaults(smi_opts *o) {
 
 static void machine_close(machine *m) {
   gpuplan_backend_free(m->backend);
-  gpuplan_sim_free(m->sim);
+  gpuplan_mock_free(m->sim);
   memset(m, 0, sizeof *m);
 }
 
@@ -68,10 +68,10 @@ static int machine_open(cli *c, const smi_opts *o, machine *m) {
     return EXIT_OK;
   } else {
     if ((rc = cli_catalog(c))) return rc;
-    rc = gpuplan_sim_node(c->ctx, c->cat, o->sim, o->faults, (size_t)o->nfaults, o->load_s, o->busy, o->mem_used,
+    rc = gpuplan_mock_node(c->ctx, c->cat, o->sim, o->faults, (size_t)o->nfaults, o->load_s, o->busy, o->mem_used,
                           &m->sim);
     if (rc) return cli_fail(c, rc == GPUPLAN_EINVAL ? EXIT_USAGE : EXIT_RUNTIME, "--sim: %s", gpuplan_errmsg(c->ctx));
-    if ((rc = gpuplan_sim_backend(m->sim, &m->backend))) {
+    if ((rc = gpuplan_mock_backend(m->sim, &m->backend))) {
       machine_close(m);
       return cli_lib_fail(c, rc);
     }
@@ -101,8 +101,8 @@ static void memory_of(machine *m, int i, const gpuplan_device_info *info, uint64
   *used = info->total_bytes - info->free_bytes;
   *others = 0;
   if (m->sim) {
-    gpuplan_sim_memory mem;
-    gpuplan_sim_memory_info(m->sim, i, &mem);
+    gpuplan_mock_memory mem;
+    gpuplan_mock_memory_info(m->sim, i, &mem);
     *used = mem.used;
     *others = mem.others;
   }
@@ -155,8 +155,8 @@ static void smi_table(cli *c, machine *m) {
   {
     int any = 0;
     for (i = 0; m->sim && i < m->ndev; i++) {
-      gpuplan_sim_memory mem;
-      gpuplan_sim_memory_info(m->sim, i, &mem);
+      gpuplan_mock_memory mem;
+      gpuplan_mock_memory_info(m->sim, i, &mem);
       if (mem.others) {
         printf("|  %3d  %5d    C   %-56s %8.0fMiB |\n", i, 4242 + i, "python (a process outside this job)",
                (double)mem.others / MiB);
@@ -223,7 +223,7 @@ static int smi_query(cli *c, machine *m, const char *fields, const char *format)
   for (i = 0; i < m->ndev; i++) {
     gpuplan_device_info info;
     gpuplan_device_telemetry t;
-    gpuplan_sim_memory mem;
+    gpuplan_mock_memory mem;
     uint64_t used, others;
     char dv[32];
     int tel;
@@ -313,7 +313,7 @@ static void smi_dmon(machine *m, int count) {
     }
     for (i = 0; i < m->ndev; i++) {
       gpuplan_device_telemetry t;
-      if (m->sim) gpuplan_sim_run(m->sim, i, 1.0, 0.95, NULL); /* one simulated second */
+      if (m->sim) gpuplan_mock_run(m->sim, i, 1.0, 0.95, NULL); /* one simulated second */
       if (!telemetry(m, i, &t)) continue;
       printf("  %3d  %5.0f  %5.0f  %5.0f  %5.0f  %5d  %5d\n", i, t.power_w, t.temperature_c, 100 * t.gpu_util,
              100 * t.mem_util, 1593, t.sm_clock_mhz);
@@ -548,8 +548,8 @@ int cmd_doctor(cli *c, int argc, char **argv) {
       finding(&r, "WARN", buf, "install the NVIDIA driver's NVML (libnvidia-ml.so.1), part of every driver package");
     }
     /* a mock device: a short probe run shows what the framework would print */
-    if (m.sim && gpuplan_sim_run(m.sim, i, 0.0, 0.95, &msg) != GPUPLAN_OK && msg &&
-        gpuplan_sim_has_fault(m.sim, i, GPUPLAN_FAULT_CUDA_MISMATCH)) {
+    if (m.sim && gpuplan_mock_run(m.sim, i, 0.0, 0.95, &msg) != GPUPLAN_OK && msg &&
+        gpuplan_mock_has_fault(m.sim, i, GPUPLAN_FAULT_CUDA_MISMATCH)) {
       snprintf(buf, sizeof buf, "GPU %d: %s: the framework has no kernels for compute capability %d.%d", i, msg,
                info.cc_major, info.cc_minor);
       finding(&r, "FAIL", buf,
@@ -587,8 +587,8 @@ int cmd_doctor(cli *c, int argc, char **argv) {
       double slower = t.sm_clock_mhz > 0 && t.max_sm_clock_mhz > 0
                           ? 100.0 * ((double)t.max_sm_clock_mhz / t.sm_clock_mhz - 1) : NAN;
       if (m.sim) {
-        gpuplan_sim_telemetry st;
-        gpuplan_sim_telemetry_read(m.sim, i, &st);
+        gpuplan_mock_telemetry st;
+        gpuplan_mock_telemetry_read(m.sim, i, &st);
         slower = 100 * (1 / st.speed - 1);
       }
       snprintf(buf, sizeof buf, "GPU %d: thermal throttling: %.0f C, P%d, SM clock %d of %d MHz (steps %.0f%% slower)",

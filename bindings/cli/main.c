@@ -68,19 +68,18 @@ int cli_catalog(cli *c) {
   return rc == GPUPLAN_OK ? 0 : cli_lib_fail(c, rc);
 }
 
-static int cmd_version(cli *c, int argc, char **argv) {
-  int i;
-  for (i = 1; i < argc; i++) {
-    if (cli_is_help(argv[i])) {
-      printf("usage: gpuplan version\n\nPrint the version of the gpuplan "
-             "command and of the library it loaded.\n");
-      return EXIT_OK;
-    }
-    return cli_fail(c, EXIT_USAGE, "version: unexpected argument '%s'", argv[i]);
-  }
-  printf("gpuplan %s (library %s, catalog schema %d)\n", GPUPLAN_VERSION_STRING,
-         gpuplan_version_string(), gpuplan_catalog_schema_latest());
+static int render_version(cli *c, gpuplan_doc *doc) {
+  const gpuplan_value *r = gpuplan_doc_root(doc);
+  (void)c;
+  printf("gpuplan %s (library %s, catalog schema %lld)\n", GPUPLAN_VERSION_STRING, dstr(r, "version"),
+         (long long)dint(r, "catalog_schema"));
   return EXIT_OK;
+}
+
+static int cmd_version(cli *c, int argc, char **argv) {
+  return cli_run(c, gpuplan_command_find("version"), argc, argv, "usage: gpuplan version [--json]",
+                 "Print the version of the gpuplan command and of the library it loaded.\n", render_version, NULL,
+                 NULL);
 }
 
 static int dispatch(cli *c, int argc, char **argv) {
@@ -112,7 +111,8 @@ static int dispatch(cli *c, int argc, char **argv) {
 
 int main(int argc, char **argv) {
   cli c;
-  int i, rc;
+  int i, rc, version = 0;
+  char *vargv[2] = {"version", NULL};
   memset(&c, 0, sizeof c);
   c.prog = "gpuplan";
 
@@ -122,7 +122,8 @@ int main(int argc, char **argv) {
       fputs(usage, stdout);
       return EXIT_OK;
     } else if (strcmp(a, "--version") == 0) {
-      return cmd_version(&c, 1, argv);
+      version = 1;
+      break;
     } else if (strcmp(a, "--catalog") == 0 || strcmp(a, "--layer") == 0) {
       if (i + 1 >= argc) return cli_fail(&c, EXIT_USAGE, "%s needs a FILE", a);
       if (a[2] == 'c') c.catalog_path = argv[++i];
@@ -135,11 +136,12 @@ int main(int argc, char **argv) {
   }
   if (c.catalog_path && c.layer_path)
     return cli_fail(&c, EXIT_USAGE, "--catalog and --layer exclude each other");
-  if (i >= argc)
+  if (i >= argc && !version)
     return cli_fail(&c, EXIT_USAGE, "no command given (see gpuplan --help)");
+  c.started = cli_now();
   if (gpuplan_ctx_new(&c.ctx, NULL) != GPUPLAN_OK)
     return cli_fail(&c, EXIT_RUNTIME, "out of memory");
-  rc = dispatch(&c, argc - i, argv + i);
+  rc = version ? dispatch(&c, 1, vargv) : dispatch(&c, argc - i, argv + i);
   gpuplan_catalog_free(c.cat);
   gpuplan_ctx_free(c.ctx);
   if (fflush(stdout) != 0 && rc == EXIT_OK)

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -134,9 +135,11 @@ void table_cell(table *t, const char *fmt, ...) {
   va_list ap;
   char buf[2048];
   if (!t) return;
+  char safe[4 * sizeof buf];
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
+  term_safe(buf, safe, sizeof safe);
   if (t->n == t->cap) {
     size_t ncap = t->cap ? t->cap * 2 : 64;
     char **nc = realloc(t->cells, ncap * sizeof *nc);
@@ -144,7 +147,7 @@ void table_cell(table *t, const char *fmt, ...) {
     t->cells = nc;
     t->cap = ncap;
   }
-  t->cells[t->n] = strdup(buf);
+  t->cells[t->n] = strdup(safe);
   if (t->cells[t->n]) t->n++;
 }
 
@@ -186,4 +189,50 @@ void table_free(table *t) {
   for (i = 0; i < t->n; i++) free(t->cells[i]);
   free(t->cells);
   free(t);
+}
+
+/* --- documents ------------------------------------------------------------- */
+
+const gpuplan_value *dv(const gpuplan_value *v, const char *path) { return gpuplan_value_path(v, path); }
+
+double dnum(const gpuplan_value *v, const char *path) {
+  const gpuplan_value *x = gpuplan_value_path(v, path);
+  gpuplan_value_type t = gpuplan_value_type_of(x);
+  return t == GPUPLAN_VALUE_INT || t == GPUPLAN_VALUE_REAL ? gpuplan_value_real(x) : NAN;
+}
+
+int64_t dint(const gpuplan_value *v, const char *path) { return gpuplan_value_int(gpuplan_value_path(v, path)); }
+
+const char *dstr(const gpuplan_value *v, const char *path) {
+  const char *s = gpuplan_value_string(gpuplan_value_path(v, path), NULL);
+  return s ? s : "";
+}
+
+int dbool(const gpuplan_value *v, const char *path) { return gpuplan_value_bool(gpuplan_value_path(v, path)); }
+
+int disnull(const gpuplan_value *v, const char *path) {
+  return gpuplan_value_type_of(gpuplan_value_path(v, path)) == GPUPLAN_VALUE_NULL;
+}
+
+const char *term_safe(const char *s, char *buf, size_t cap) {
+  size_t n = 0;
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  if (!cap) return buf;
+  for (; *p && n + 5 < cap; p++) {
+    int c1 = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f; /* C1 controls in UTF-8 */
+    if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || c1) {
+      if (c1) p++;
+      n += (size_t)snprintf(buf + n, cap - n, "\\x%02x", c1 ? *p : *p);
+    } else {
+      buf[n++] = (char)*p;
+    }
+  }
+  buf[n] = 0;
+  return buf;
+}
+
+double cli_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

@@ -33,7 +33,7 @@ build = {
       sources = { "bindings/lua/lgpuplan.c" },
       incdirs = { "$(GPUPLAN_INCDIR)", "bindings/lua" },
       libdirs = { "$(GPUPLAN_LIBDIR)" },
-      libraries = { "gpuplan", "gpuplan_sim" },
+      libraries = { "gpuplan" },
     },
     ["gpuplan.sched"] = "bindings/lua/gpuplan/sched.lua",
   },

@@ -16,7 +16,7 @@
 
 #include "compat.h"
 #include "gpuplan.h"
-#include "gpuplan/sim.h"
+#include "gpuplan/mock.h"
 
 #define CATALOG_MT "gpuplan.Catalog"
 
@@ -237,7 +237,7 @@ static int catalog_list(lua_State *L) {
 
 /* A job, and the message of its failure (copied before anything can raise). */
 typedef struct job {
-  gpuplan_job j;
+  gpuplan_jobspec j;
   char msg[512];
 } job;
 
@@ -389,7 +389,7 @@ static int cluster_of(lcatalog *c, job *j, gpuplan_cluster *cl) {
 }
 
 static void push_head(lua_State *L, const job *jb, double params) {
-  const gpuplan_job *j = &jb->j;
+  const gpuplan_jobspec *j = &jb->j;
   const gpuplan_memory_options *o = &j->options;
   lua_createtable(L, 0, 10);
   set_str(L, "model", j->model_name);
@@ -545,8 +545,8 @@ static int catalog_search(lua_State *L) {
 static int catalog_simulate(lua_State *L) {
   lcatalog *c = check_catalog(L);
   job j;
-  gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
-  gpuplan_sim_result r;
+  gpuplan_simulate_options so = GPUPLAN_SIMULATE_OPTIONS_INIT;
+  gpuplan_simulate_result r;
   char confbuf[512];
   int64_t other = opt_int(L, 4, "other_procs", 0);
   int rc;
@@ -556,7 +556,7 @@ static int catalog_simulate(lua_State *L) {
   if (so.steps < 1 || so.steps > 1000) return luaL_error(L, "option 'steps' must be in 1..1000");
   if (other < 0) return luaL_error(L, "option 'other_procs' (bytes) must not be negative");
   if ((rc = job_from(L, c, &j))) return fail(L, rc, j.msg);
-  rc = gpuplan_sim_simulate(c->ctx, j.j.model, j.j.gpu, &j.j.options, &so, (uint64_t)other, &r);
+  rc = gpuplan_mock_simulate(c->ctx, j.j.model, j.j.gpu, &j.j.options, &so, (uint64_t)other, &r);
   if (rc) return fail(L, rc, gpuplan_errmsg(c->ctx));
   lua_createtable(L, 0, 20);
   set_int(L, "steps", r.steps_done);
@@ -593,7 +593,7 @@ static int catalog_devices(lua_State *L) {
   const char *simspec;
   size_t nf = 0;
   double load, busy, memf;
-  gpuplan_sim *sim = NULL;
+  gpuplan_mock *sim = NULL;
   gpuplan_backend *b = NULL;
   int rc, n = 0, i;
   if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
@@ -624,8 +624,8 @@ static int catalog_devices(lua_State *L) {
   if (nf && !simspec) return luaL_error(L, "option 'faults' needs 'sim': only simulated GPUs take faults");
   /* nothing below raises until every C resource is freed */
   if (simspec) {
-    rc = gpuplan_sim_node(c->ctx, c->cat, simspec, faults, nf, load, busy, memf, &sim);
-    if (!rc) rc = gpuplan_sim_backend(sim, &b);
+    rc = gpuplan_mock_node(c->ctx, c->cat, simspec, faults, nf, load, busy, memf, &sim);
+    if (!rc) rc = gpuplan_mock_backend(sim, &b);
   } else {
     rc = gpuplan_backend_open_cuda(c->ctx, NULL, &b);
   }
@@ -633,7 +633,7 @@ static int catalog_devices(lua_State *L) {
   if (rc) {
     snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(c->ctx));
     gpuplan_backend_free(b);
-    gpuplan_sim_free(sim);
+    gpuplan_mock_free(sim);
     return fail(L, rc, msg);
   }
   {
@@ -649,15 +649,15 @@ static int catalog_devices(lua_State *L) {
       used[i] = info[i].total_bytes - info[i].free_bytes;
       others[i] = 0;
       if (sim) {
-        gpuplan_sim_memory mem;
-        gpuplan_sim_memory_info(sim, i, &mem);
+        gpuplan_mock_memory mem;
+        gpuplan_mock_memory_info(sim, i, &mem);
         used[i] = mem.used;
         others[i] = mem.others;
       }
     }
     if (rc) snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(c->ctx));
     gpuplan_backend_free(b);
-    gpuplan_sim_free(sim);
+    gpuplan_mock_free(sim);
     if (rc) return fail(L, rc, msg);
     lua_createtable(L, n, 0);
     for (i = 0; i < n; i++) {

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "gpuplan.h"
-#include "gpuplan/sim.h"
+#include "gpuplan/mock.h"
 #include <stdlib.h>
 
 typedef struct modstate {
@@ -413,7 +413,7 @@ fail:
 
 /* --- a job: model, hardware, options, from the call's arguments ------------ */
 
-typedef gpuplan_job job;
+typedef gpuplan_jobspec job;
 
 static int64_t kw_int(PyObject *kw, const char *key, int64_t dflt) {
   PyObject *v = kw ? PyDict_GetItemString(kw, key) : NULL;
@@ -658,8 +658,8 @@ static PyObject *Catalog_simulate(CatalogObject *self, PyObject *args, PyObject 
   modstate *st = state_of_module(self->module);
   const char *model, *gpu = NULL;
   job j;
-  gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
-  gpuplan_sim_result r;
+  gpuplan_simulate_options so = GPUPLAN_SIMULATE_OPTIONS_INIT;
+  gpuplan_simulate_result r;
   int64_t other;
   PyObject *conf = kw ? PyDict_GetItemString(kw, "alloc_conf") : NULL;
   PyObject *keep = kw ? PyDict_GetItemString(kw, "keep_grads") : NULL;
@@ -705,7 +705,7 @@ static PyObject *Catalog_simulate(CatalogObject *self, PyObject *args, PyObject 
   }
   if (job_from(self, st, model, gpu, kw, sim_keys, &j)) goto done;
   Py_BEGIN_ALLOW_THREADS
-  rc = gpuplan_sim_simulate(self->ctx, j.model, j.gpu, &j.options, &so, (uint64_t)other, &r);
+  rc = gpuplan_mock_simulate(self->ctx, j.model, j.gpu, &j.options, &so, (uint64_t)other, &r);
   Py_END_ALLOW_THREADS
   if (rc) {
     raise_code(st, rc, gpuplan_errmsg(self->ctx));
@@ -734,7 +734,7 @@ done:
 
 /* --- devices: the nvidia-smi view of real (CUDA + NVML) or mock GPUs ------- */
 
-static PyObject *device_dict(gpuplan_backend *b, gpuplan_sim *sim, gpuplan_catalog *cat, int i) {
+static PyObject *device_dict(gpuplan_backend *b, gpuplan_mock *sim, gpuplan_catalog *cat, int i) {
   gpuplan_device_info info;
   gpuplan_device_telemetry t;
   uint64_t used, others = 0;
@@ -745,8 +745,8 @@ static PyObject *device_dict(gpuplan_backend *b, gpuplan_sim *sim, gpuplan_catal
   tel = gpuplan_backend_telemetry(b, i, &t) == GPUPLAN_OK;
   used = info.total_bytes - info.free_bytes;
   if (sim) {
-    gpuplan_sim_memory mem;
-    gpuplan_sim_memory_info(sim, i, &mem);
+    gpuplan_mock_memory mem;
+    gpuplan_mock_memory_info(sim, i, &mem);
     used = mem.used;
     others = mem.others;
   }
@@ -780,7 +780,7 @@ static PyObject *Catalog_devices(CatalogObject *self, PyObject *args, PyObject *
   const char *simspec = NULL;
   PyObject *faults = NULL, *list = NULL, *seq = NULL;
   double load = 600, busy = 0.95, memfrac = 0.87;
-  gpuplan_sim *sim = NULL;
+  gpuplan_mock *sim = NULL;
   gpuplan_backend *b = NULL;
   int rc, n = 0, i;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|zOddd:devices", kwlist, &simspec, &faults, &load, &busy, &memfrac))
@@ -817,11 +817,11 @@ static PyObject *Catalog_devices(CatalogObject *self, PyObject *args, PyObject *
     }
     for (i = 0; i < nf; i++)
       if (!(names[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i)))) goto done;
-    if ((rc = gpuplan_sim_node(self->ctx, self->cat, simspec, names, (size_t)nf, load, busy, memfrac, &sim))) {
+    if ((rc = gpuplan_mock_node(self->ctx, self->cat, simspec, names, (size_t)nf, load, busy, memfrac, &sim))) {
       raise_code(st, rc, gpuplan_errmsg(self->ctx));
       goto done;
     }
-    if ((rc = gpuplan_sim_backend(sim, &b))) {
+    if ((rc = gpuplan_mock_backend(sim, &b))) {
       raise_code(st, rc, gpuplan_errmsg(self->ctx));
       goto done;
     }
@@ -844,7 +844,7 @@ static PyObject *Catalog_devices(CatalogObject *self, PyObject *args, PyObject *
   }
 done:
   gpuplan_backend_free(b);
-  gpuplan_sim_free(sim);
+  gpuplan_mock_free(sim);
   unlock_catalog(self);
   Py_XDECREF(seq);
   return list;

@@ -27,14 +27,12 @@ class CMakeBuildExt(build_ext):
             "-DGPUPLAN_BUILD_TESTS=OFF", "-DGPUPLAN_BUILD_CLI=OFF", "-DGPUPLAN_BUILD_SIM=ON",
             "-DGPUPLAN_BUILD_PYTHON=OFF", "-DGPUPLAN_TESTING=OFF",
         ])
-        subprocess.check_call(["cmake", "--build", build, "--target", "gpuplan", "gpuplan_sim",
+        subprocess.check_call(["cmake", "--build", build, "--target", "gpuplan",
                                "-j", str(os.cpu_count() or 2)])
         for ext in self.extensions:
             ext.include_dirs += [os.path.join(ROOT, "libgpuplan", "include"),
-                                 os.path.join(build, "libgpuplan", "include"),
-                                 os.path.join(ROOT, "sim", "include")]
-            ext.extra_objects += [os.path.join(build, "sim", "libgpuplan_sim.a"),
-                                  os.path.join(build, "libgpuplan", "libgpuplan.a")]
+                                 os.path.join(build, "libgpuplan", "include")]
+            ext.extra_objects += [os.path.join(build, "libgpuplan", "libgpuplan.a")]
             ext.libraries += ["sqlite3", "m"]
         super().run()
 

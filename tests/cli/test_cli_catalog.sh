@@ -83,17 +83,17 @@ check "plan infer" 0 "KV cache" -- "$gp" plan llama-2-70b --gpu h200 --infer --t
 check "plan node" 0 "Standard\|A100" -- "$gp" plan 7B --node Standard_ND96asr_v4 --zero 3
 check "plan vgpu slice" 0 "4.0 GiB each" -- "$gp" plan gpt2 --node NV6ads_A10_v5 --infer
 check "plan help" 0 "usage: gpuplan plan" -- "$gp" plan --help
-check "plan unknown model" 1 "did you mean llama-2-7b" -- "$gp" plan lamma-2-7b --gpu h100-sxm
-check "plan unknown gpu" 1 "unknown GPU" -- "$gp" plan llama-2-7b --gpu h10O-sxm
-check "plan heads/tp" 1 "tp: 3 does not divide" -- "$gp" plan llama-2-7b --gpu h100-sxm --tp 3
-check "plan layers/pp" 1 "pp: 5 does not divide" -- "$gp" plan llama-2-7b --gpu h100-sxm --pp 5
-check "plan gpus product" 1 "gpus: 8 != dp\*tp\*pp\*cp (3\*1\*1\*1 = 3)" -- "$gp" plan llama-2-7b --gpu h100-sxm --gpus 8 --dp 3
-check "plan negative" 2 "not a non-negative integer" -- "$gp" plan llama-2-7b --gpu h100-sxm --micro-batch -2
-check "plan zero batch" 1 "micro_batch: must be at least 1" -- "$gp" plan llama-2-7b --gpu h100-sxm --micro-batch 0
-check "plan overflow" 1 "overflows 64 bits" -- "$gp" plan llama-2-7b --gpu h100-sxm --micro-batch 16000000 --seq 90000000
+check "plan unknown model" 2 "did you mean llama-2-7b" -- "$gp" plan lamma-2-7b --gpu h100-sxm
+check "plan unknown gpu" 2 "unknown GPU" -- "$gp" plan llama-2-7b --gpu h10O-sxm
+check "plan heads/tp" 2 "tp: 3 does not divide" -- "$gp" plan llama-2-7b --gpu h100-sxm --tp 3
+check "plan layers/pp" 2 "pp: 5 does not divide" -- "$gp" plan llama-2-7b --gpu h100-sxm --pp 5
+check "plan gpus product" 2 "gpus: 8 != dp\*tp\*pp\*cp (3\*1\*1\*1 = 3)" -- "$gp" plan llama-2-7b --gpu h100-sxm --gpus 8 --dp 3
+check "plan negative" 2 "micro_batch (--micro-batch): -2 is out of range (allowed: an integer in 1..1048576)" -- "$gp" plan llama-2-7b --gpu h100-sxm --micro-batch -2
+check "plan zero batch" 2 "micro_batch (--micro-batch): 0 is out of range" -- "$gp" plan llama-2-7b --gpu h100-sxm --micro-batch 0
+check "plan overflow" 2 "overflows 64 bits" -- "$gp" plan llama-2-7b --gpu h100-sxm --micro-batch 1000000 --seq 16777216
 check "plan bad enum" 2 "adamw" -- "$gp" plan llama-2-7b --gpu h100-sxm --optimizer lion
-check "plan cpu node" 1 "CPU-only" -- "$gp" plan 7B --node Standard_D16s_v5
-check "plan needs gpu" 2 "needs --gpu" -- "$gp" plan llama-2-7b
+check "plan cpu node" 2 "CPU-only" -- "$gp" plan 7B --node Standard_D16s_v5
+check "plan needs gpu" 2 "gpu, node: needs a GPU SKU" -- "$gp" plan llama-2-7b
 
 # simulate, replay, explain-oom
 traces="$(dirname "$0")/../../../shared/traces/torch-snapshots"
@@ -101,7 +101,7 @@ data="$(dirname "$0")/../data/replay"
 check "simulate seed OOM" 0 "CUDA out of memory. Tried to allocate" -- "$gp" simulate 7B --gpu a100-40gb
 check "simulate zero3" 0 "steps completed      2" -- "$gp" simulate 7B --gpu a100-40gb --gpus 8 --zero 3 --seq 2048
 check "simulate json" 0 '"peak_reserved_bytes"' -- "$gp" simulate gpt2 --gpu t4 --json
-check "simulate bad conf" 1 "max_split_size_mb" -- "$gp" simulate gpt2 --gpu t4 --alloc-conf max_split_size_mb:3
+check "simulate bad conf" 2 "max_split_size_mb" -- "$gp" simulate gpt2 --gpu t4 --alloc-conf max_split_size_mb:3
 check "simulate help" 0 "usage: gpuplan simulate" -- "$gp" simulate --help
 if [ -f "$traces/linear-grad.pickle" ]; then
   check "replay exact" 0 "exact match: 12 allocations" -- "$gp" replay "$traces/linear-grad.pickle"
@@ -123,7 +123,7 @@ check "explain garbage" 1 "Tried to allocate" -- "$gp" explain-oom "segmentation
 check "perf" 0 "MFU" -- "$gp" perf llama-2-7b --gpu h100-sxm --gpus 16 --global-batch 256 --tokens 1e12
 check "perf json" 0 '"tokens_per_s"' -- "$gp" perf gpt2 --gpu t4 --gpus 1 --json
 check "perf cpu vms" 0 "CPU only" -- "$gp" perf gpt-2-medium --node Standard_D16s_v5 --nodes 8 --global-batch 512 --micro-batch 8 --tokens 2e9
-check "perf bad batch" 1 "global batch" -- "$gp" perf llama-2-7b --gpu h100-sxm --gpus 16 --global-batch 100
+check "perf bad batch" 2 "global batch" -- "$gp" perf llama-2-7b --gpu h100-sxm --gpus 16 --global-batch 100
 check "search" 0 "layouts evaluated" -- "$gp" search gpt-3-175b --gpu a100-80gb --gpus 1024 --global-batch 1536
 check "search needs batch" 2 "global-batch" -- "$gp" search gpt2 --gpu t4 --gpus 1
 check "search nothing fits" 0 "no layout fits" -- "$gp" search llama-2-70b --gpu t4 --gpus 1 --global-batch 8

@@ -68,7 +68,7 @@ check "simulate --on cuda" 0 "predicted     27700 MiB   on the card     27700 Mi
   env GPUPLAN_LIBCUDA="$fake" "$gp" simulate llama-2-7b --gpu a100-40gb --zero 3 --gpus 4 --recompute full --on cuda
 check "simulate --on cuda, OOM on both" 0 "predicted yes, on the card yes" -- \
   env GPUPLAN_LIBCUDA="$fake" "$gp" simulate llama-2-7b --gpu a100-40gb --on cuda
-check "simulate --on cuda:1 missing" 1 "device: 1 is not in 0..0" -- \
+check "simulate --on cuda:1 missing" 2 "device: 1 is not in 0..0" -- \
   env GPUPLAN_LIBCUDA="$fake" "$gp" simulate llama-2-7b --gpu a100-40gb --on cuda:1
 check "simulate --on without a driver" 1 "no NVIDIA driver" -- \
   env GPUPLAN_LIBCUDA=/nonexistent/libcuda.so.1 "$gp" simulate llama-2-7b --gpu a100-40gb --on cuda

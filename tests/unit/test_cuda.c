@@ -104,20 +104,20 @@ static void test_cuda__allocations_through_the_caching_allocator(void **state) {
   gpuplan_backend *b = NULL;
   const gpuplan_device_ops *dev;
   gpuplan_alloc_conf conf;
-  gpuplan_cca *a = NULL;
+  gpuplan_cachealloc *a = NULL;
   uint64_t p1, p2, p3;
   assert_int_equal(gpuplan_backend_open_cuda(f->ctx, fake_path(), &b), GPUPLAN_OK);
   assert_int_equal(gpuplan_backend_device_memory(b, 0, &dev), GPUPLAN_OK);
   assert_int_equal(gpuplan_alloc_conf_parse(f->ctx, NULL, GPUPLAN_TORCH_LATEST, &conf), GPUPLAN_OK);
-  assert_int_equal(gpuplan_cca_new(f->ctx, &conf, 0, dev, &a), GPUPLAN_OK);
-  assert_int_equal(gpuplan_cca_malloc(a, 1ull << 30, 0, &p1), GPUPLAN_OK);
-  assert_int_equal(gpuplan_cca_malloc(a, 3ull << 20, 0, &p2), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cachealloc_new(f->ctx, &conf, 0, dev, &a), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cachealloc_malloc(a, 1ull << 30, 0, &p1), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cachealloc_malloc(a, 3ull << 20, 0, &p2), GPUPLAN_OK);
   assert_true(live() >= 3); /* two segments and the context */
   /* 40 GiB less the context and what is held: 39 GiB more cannot fit */
-  assert_int_equal(gpuplan_cca_malloc(a, 39ull << 30, 0, &p3), GPUPLAN_EOOM);
+  assert_int_equal(gpuplan_cachealloc_malloc(a, 39ull << 30, 0, &p3), GPUPLAN_EOOM);
   assert_non_null(strstr(gpuplan_errmsg(f->ctx), "CUDA out of memory. Tried to allocate 39.00 GiB"));
-  assert_int_equal(gpuplan_cca_release(a, p1), GPUPLAN_OK);
-  gpuplan_cca_free(a); /* returns its segments */
+  assert_int_equal(gpuplan_cachealloc_release(a, p1), GPUPLAN_OK);
+  gpuplan_cachealloc_free(a); /* returns its segments */
   gpuplan_backend_free(b);
   assert_int_equal(live(), 0);
 }

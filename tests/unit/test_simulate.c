@@ -11,7 +11,7 @@
 #include "testutil.h"
 
 static void sim(fixture *f, const char *model, const char *gpu, gpuplan_memory_options *o,
-                gpuplan_sim_options *so, gpuplan_sim_result *r) {
+                gpuplan_simulate_options *so, gpuplan_simulate_result *r) {
   const gpuplan_model *m;
   const gpuplan_gpu *g;
   int rc;
@@ -25,8 +25,8 @@ static void sim(fixture *f, const char *model, const char *gpu, gpuplan_memory_o
 static void test_simulate__seed_ticket_ooms_like_pytorch(void **state) {
   fixture *f = *state;
   gpuplan_memory_options o = GPUPLAN_MEMORY_OPTIONS_INIT;
-  gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
-  gpuplan_sim_result r;
+  gpuplan_simulate_options so = GPUPLAN_SIMULATE_OPTIONS_INIT;
+  gpuplan_simulate_result r;
   o.params_override = 7e9;
   sim(f, "llama-2-7b", "a100-40gb", &o, &so, &r);
   assert_true(r.oom);
@@ -40,8 +40,8 @@ static void test_simulate__seed_ticket_ooms_like_pytorch(void **state) {
 }
 
 static void within_5pct(fixture *f, const char *model, gpuplan_memory_options *o) {
-  gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
-  gpuplan_sim_result keep, none;
+  gpuplan_simulate_options so = GPUPLAN_SIMULATE_OPTIONS_INIT;
+  gpuplan_simulate_result keep, none;
   so.set_to_none = 0;
   sim(f, model, "h100 sxm", o, &so, &keep);
   if (fabs(keep.vs_analytic) > 0.05)
@@ -89,8 +89,8 @@ static void test_simulate__agrees_with_the_analytic_model(void **state) {
      * loss backward, where the gradient of the logits exists beside the
      * logits themselves: a named effect the analytic model (Megatron's
      * 4sbV/t) leaves out.  Simulated = analytic + one more logits tensor. */
-    gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
-    gpuplan_sim_result r;
+    gpuplan_simulate_options so = GPUPLAN_SIMULATE_OPTIONS_INIT;
+    gpuplan_simulate_result r;
     gpuplan_memory mem;
     const gpuplan_model *m;
     const gpuplan_gpu *g;
@@ -109,8 +109,8 @@ static void test_simulate__agrees_with_the_analytic_model(void **state) {
 static void test_simulate__expandable_segments_and_errors(void **state) {
   fixture *f = *state;
   gpuplan_memory_options o = GPUPLAN_MEMORY_OPTIONS_INIT;
-  gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
-  gpuplan_sim_result a, b;
+  gpuplan_simulate_options so = GPUPLAN_SIMULATE_OPTIONS_INIT;
+  gpuplan_simulate_result a, b;
   const gpuplan_model *m;
   const gpuplan_gpu *g;
   o.params_override = 7e9;
@@ -144,8 +144,8 @@ static void test_simulate__expandable_segments_and_errors(void **state) {
 static void test_simulate__snapshot_export_round_trip(void **state) {
   fixture *f = *state;
   gpuplan_memory_options o = GPUPLAN_MEMORY_OPTIONS_INIT;
-  gpuplan_sim_options so = GPUPLAN_SIM_OPTIONS_INIT;
-  gpuplan_sim_result r;
+  gpuplan_simulate_options so = GPUPLAN_SIMULATE_OPTIONS_INIT;
+  gpuplan_simulate_result r;
   gpuplan_snapshot *s = NULL;
   gpuplan_replay_result rr;
   char path[512];

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "gpuplan.h"
+#include "gpuplan/backend.h"
 
 typedef struct counting {
   long blocks;          /* live blocks */

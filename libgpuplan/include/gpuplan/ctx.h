@@ -11,7 +11,7 @@
 #define GPUPLAN_CTX_H
 
 #include "common.h"
-#include "alloc.h"
+#include "hostalloc.h"
 #include "errors.h"
 
 GPUPLAN_BEGIN_DECLS
@@ -28,7 +28,7 @@ typedef struct gpuplan_ctx gpuplan_ctx;
  */
 typedef struct gpuplan_ctx_options {
   unsigned version;            /**< GPUPLAN_CTX_OPTIONS_VERSION */
-  gpuplan_allocator allocator; /**< {NULL, NULL}: the C library's malloc */
+  gpuplan_host_allocator allocator; /**< {NULL, NULL}: the C library's malloc */
 } gpuplan_ctx_options;
 
 /** Initialiser for gpuplan_ctx_options: default allocator. */

@@ -198,7 +198,7 @@ GPUPLAN_API int gpuplan_search(gpuplan_ctx *ctx, const gpuplan_model *model,
  * memory for vGPU slices), the GPU count and the layout.  Holds a pointer
  * into itself (gpu may point at node_gpu): pass it by pointer, do not copy.
  */
-typedef struct gpuplan_job {
+typedef struct gpuplan_jobspec {
   const gpuplan_model *model;
   const gpuplan_gpu *gpu;
   const gpuplan_node *node;       /**< NULL unless the job names a node */
@@ -207,7 +207,7 @@ typedef struct gpuplan_job {
   int64_t nodes, per_node;
   gpuplan_memory_options options; /**< set by the caller first; dp filled in */
   char model_name[128];           /**< the catalog id, or the size as given ("7B") */
-} gpuplan_job;
+} gpuplan_jobspec;
 
 /**
  * Resolve a job, as `gpuplan plan` does: model by name or size; gpu or
@@ -224,10 +224,10 @@ typedef struct gpuplan_job {
  */
 GPUPLAN_API int gpuplan_job_resolve(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *model,
                                     const char *gpu, const char *node, int64_t gpus, int64_t nodes,
-                                    int64_t per_node, int dp_given, gpuplan_job *job);
+                                    int64_t per_node, int dp_given, gpuplan_jobspec *job);
 
 /** The cluster a resolved job runs on (the node's, or a default one). */
-GPUPLAN_API int gpuplan_job_cluster(gpuplan_ctx *ctx, gpuplan_catalog *cat, const gpuplan_job *job,
+GPUPLAN_API int gpuplan_job_cluster(gpuplan_ctx *ctx, gpuplan_catalog *cat, const gpuplan_jobspec *job,
                                     gpuplan_cluster *out);
 
 GPUPLAN_END_DECLS

@@ -1,6 +1,6 @@
 /*
  * gpuplan/replay.h: real PyTorch memory snapshots, replayed through the
- * caching-allocator model (gpuplan/allocator.h).
+ * caching-allocator model (gpuplan/cachealloc.h).
  *
  * A snapshot is the pickle written by torch.cuda.memory._dump_snapshot().
  * It is read directly in C by a reader that accepts only plain data (dict,
@@ -15,7 +15,7 @@
 
 #include "common.h"
 #include "ctx.h"
-#include "allocator.h"
+#include "cachealloc.h"
 
 GPUPLAN_BEGIN_DECLS
 
@@ -122,7 +122,7 @@ GPUPLAN_API size_t gpuplan_recorder_count(const gpuplan_recorder *r);
  *         (including a recorder that ran out of memory while recording).
  * @errors any  @threads ctx  @since 0.1.0
  */
-GPUPLAN_API int gpuplan_snapshot_write(gpuplan_cca *a, const gpuplan_recorder *rec,
+GPUPLAN_API int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec,
                                        const char *path);
 
 GPUPLAN_END_DECLS

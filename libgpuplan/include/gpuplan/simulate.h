@@ -18,14 +18,14 @@
 #include "common.h"
 #include "ctx.h"
 #include "memory.h"
-#include "allocator.h"
+#include "cachealloc.h"
 
 GPUPLAN_BEGIN_DECLS
 
-#define GPUPLAN_SIM_OPTIONS_VERSION 1
+#define GPUPLAN_SIMULATE_OPTIONS_VERSION 1
 
 /** Simulation settings besides the memory options. */
-typedef struct gpuplan_sim_options {
+typedef struct gpuplan_simulate_options {
   unsigned version;
   int64_t steps;            /**< training steps to run (>= 1; default 2: the first step creates the optimizer states lazily, the peak comes from the second) */
   const char *alloc_conf;   /**< PYTORCH_CUDA_ALLOC_CONF; NULL = defaults */
@@ -40,12 +40,12 @@ typedef struct gpuplan_sim_options {
   /** Write the run as a torch memory snapshot pickle here (memory_viz
    * opens it); NULL for none.  Written also when the run ends in an OOM. */
   const char *snapshot_path;
-} gpuplan_sim_options;
+} gpuplan_simulate_options;
 
-#define GPUPLAN_SIM_OPTIONS_INIT { GPUPLAN_SIM_OPTIONS_VERSION, 2, NULL, GPUPLAN_TORCH_LATEST, 1, NULL, NULL, NULL, NULL }
+#define GPUPLAN_SIMULATE_OPTIONS_INIT { GPUPLAN_SIMULATE_OPTIONS_VERSION, 2, NULL, GPUPLAN_TORCH_LATEST, 1, NULL, NULL, NULL, NULL }
 
 /** What a simulation found (a plain value). */
-typedef struct gpuplan_sim_result {
+typedef struct gpuplan_simulate_result {
   int64_t steps_done;           /**< completed steps */
   uint64_t ops;                 /**< allocations and frees issued */
   uint64_t peak_allocated, peak_reserved;
@@ -59,7 +59,7 @@ typedef struct gpuplan_sim_result {
   int64_t oom_step;             /**< 1-based step of the OOM */
   char oom_op[160];             /**< which operation ("step 1 forward layer 3: mlp fc1 output") */
   char oom_message[1024];       /**< PyTorch's text */
-} gpuplan_sim_result;
+} gpuplan_simulate_result;
 
 /**
  * Simulate training steps of the worst rank.
@@ -69,7 +69,7 @@ typedef struct gpuplan_sim_result {
  */
 GPUPLAN_API int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model,
                                  const gpuplan_gpu *gpu, const gpuplan_memory_options *options,
-                                 const gpuplan_sim_options *sim, gpuplan_sim_result *out);
+                                 const gpuplan_simulate_options *sim, gpuplan_simulate_result *out);
 
 GPUPLAN_END_DECLS
 

@@ -51,7 +51,7 @@ typedef struct gpuplan__mockdev {
   gpuplan_ctx *ctx;
 } gpuplan__mockdev;
 
-struct gpuplan_cca {
+struct gpuplan_cachealloc {
   gpuplan_ctx *ctx;
   gpuplan_alloc_conf conf;
   gpuplan_device_ops dev;
@@ -69,12 +69,12 @@ struct gpuplan_cca {
 };
 
 /* Used by replay to build a starting state. */
-gpuplan__seg *gpuplan__alloc_add_segment(gpuplan_cca *a, uint64_t addr, uint64_t size,
+gpuplan__seg *gpuplan__alloc_add_segment(gpuplan_cachealloc *a, uint64_t addr, uint64_t size,
                                          uint64_t stream, int small);
-int gpuplan__alloc_add_block(gpuplan_cca *a, gpuplan__seg *s, uint64_t addr,
+int gpuplan__alloc_add_block(gpuplan_cachealloc *a, gpuplan__seg *s, uint64_t addr,
                              uint64_t size, uint64_t requested, int allocated);
 uint64_t gpuplan__round_size(const gpuplan_alloc_conf *c, uint64_t n);
-void gpuplan__alloc_recount(gpuplan_cca *a);
+void gpuplan__alloc_recount(gpuplan_cachealloc *a);
 uint64_t gpuplan__allocation_size(const gpuplan_alloc_conf *c, uint64_t size);
 
 #endif

@@ -287,7 +287,7 @@ static void stat3(gpuplan_stat *arr, int small, int64_t d) {
   stat_add(&arr[small ? GPUPLAN_POOL_SMALL : GPUPLAN_POOL_LARGE], d);
 }
 
-static void emit(gpuplan_cca *a, gpuplan_alloc_action act, uint64_t addr, uint64_t size,
+static void emit(gpuplan_cachealloc *a, gpuplan_alloc_action act, uint64_t addr, uint64_t size,
                  uint64_t stream, uint64_t device_free) {
   gpuplan_alloc_event ev;
   if (!a->trace) return;
@@ -318,7 +318,7 @@ static size_t lower_bound(const gpuplan__pool *p, uint64_t stream, uint64_t size
 }
 
 /* Insert b at index i of a growable pointer array / remove index i. */
-static int parr_insert(gpuplan_cca *a, gpuplan__blk ***v, size_t *n, size_t *cap, size_t i,
+static int parr_insert(gpuplan_cachealloc *a, gpuplan__blk ***v, size_t *n, size_t *cap, size_t i,
                        gpuplan__blk *b) {
   if (*n == *cap) {
     size_t ncap = *cap ? *cap * 2 : 64;
@@ -338,7 +338,7 @@ static void parr_erase(gpuplan__blk **v, size_t *n, size_t i) {
   (*n)--;
 }
 
-static int pool_insert(gpuplan_cca *a, gpuplan__pool *p, gpuplan__blk *b) {
+static int pool_insert(gpuplan_cachealloc *a, gpuplan__pool *p, gpuplan__blk *b) {
   b->gc_count = 0;
   return parr_insert(a, &p->v, &p->n, &p->cap, lower_bound(p, b->stream, b->size, b->addr), b);
 }
@@ -349,7 +349,7 @@ static void pool_remove(gpuplan__pool *p, gpuplan__blk *b) {
   parr_erase(p->v, &p->n, i);
 }
 
-static gpuplan__pool *pool_of(gpuplan_cca *a, int small) {
+static gpuplan__pool *pool_of(gpuplan_cachealloc *a, int small) {
   return small ? &a->small : &a->large;
 }
 
@@ -365,7 +365,7 @@ static size_t ulower(const gpuplan__pool *p, uint64_t stream, uint64_t addr) {
   return lo;
 }
 
-static int u_insert(gpuplan_cca *a, gpuplan__pool *p, gpuplan__blk *b) {
+static int u_insert(gpuplan_cachealloc *a, gpuplan__pool *p, gpuplan__blk *b) {
   return parr_insert(a, &p->u, &p->un, &p->ucap, ulower(p, b->stream, b->addr), b);
 }
 
@@ -382,7 +382,7 @@ static size_t hslot(uint64_t addr, size_t cap) {
   return (size_t)(h >> 20) & (cap - 1);
 }
 
-static int hash_put(gpuplan_cca *a, gpuplan__blk *b) {
+static int hash_put(gpuplan_cachealloc *a, gpuplan__blk *b) {
   if (a->hcount * 2 >= a->hcap) {
     size_t ncap = a->hcap ? a->hcap * 2 : 1024, i;
     gpuplan__blk **nh = gpuplan__calloc(a->ctx, ncap, sizeof *nh);
@@ -410,7 +410,7 @@ static int hash_put(gpuplan_cca *a, gpuplan__blk *b) {
   return GPUPLAN_OK;
 }
 
-static gpuplan__blk *hash_take(gpuplan_cca *a, uint64_t addr) {
+static gpuplan__blk *hash_take(gpuplan_cachealloc *a, uint64_t addr) {
   gpuplan__blk **pp;
   if (!a->hcap) return NULL;
   for (pp = &a->hash[hslot(addr, a->hcap)]; *pp; pp = &(*pp)->hnext) {
@@ -427,7 +427,7 @@ static gpuplan__blk *hash_take(gpuplan_cca *a, uint64_t addr) {
 
 /* --- block structs --------------------------------------------------------- */
 
-static gpuplan__blk *blk_new(gpuplan_cca *a) {
+static gpuplan__blk *blk_new(gpuplan_cachealloc *a) {
   gpuplan__blk *b = a->spare;
   if (b) a->spare = b->hnext;
   else b = gpuplan__malloc(a->ctx, sizeof *b);
@@ -438,7 +438,7 @@ static gpuplan__blk *blk_new(gpuplan_cca *a) {
   return b;
 }
 
-static void blk_del(gpuplan_cca *a, gpuplan__blk *b) {
+static void blk_del(gpuplan_cachealloc *a, gpuplan__blk *b) {
   b->hnext = a->spare;
   a->spare = b;
 }
@@ -512,7 +512,7 @@ static void mock_info(void *payload, uint64_t *free_out, uint64_t *total_out) {
 
 /* --- segments ------------------------------------------------------------- */
 
-gpuplan__seg *gpuplan__alloc_add_segment(gpuplan_cca *a, uint64_t addr, uint64_t size,
+gpuplan__seg *gpuplan__alloc_add_segment(gpuplan_cachealloc *a, uint64_t addr, uint64_t size,
                                          uint64_t stream, int small) {
   gpuplan__seg *s = gpuplan__calloc(a->ctx, 1, sizeof *s);
   if (!s) return NULL;
@@ -530,7 +530,7 @@ gpuplan__seg *gpuplan__alloc_add_segment(gpuplan_cca *a, uint64_t addr, uint64_t
   return s;
 }
 
-static void seg_unlink(gpuplan_cca *a, gpuplan__seg *s) {
+static void seg_unlink(gpuplan_cachealloc *a, gpuplan__seg *s) {
   if (s->sprev) s->sprev->snext = s->snext;
   else a->segs = s->snext;
   if (s->snext) s->snext->sprev = s->sprev;
@@ -542,7 +542,7 @@ static void seg_unlink(gpuplan_cca *a, gpuplan__seg *s) {
 }
 
 /* Append a block at the end of a segment's block list (replay setup). */
-int gpuplan__alloc_add_block(gpuplan_cca *a, gpuplan__seg *s, uint64_t addr,
+int gpuplan__alloc_add_block(gpuplan_cachealloc *a, gpuplan__seg *s, uint64_t addr,
                              uint64_t size, uint64_t requested, int allocated) {
   gpuplan__blk *b = blk_new(a), *last;
   int rc;
@@ -591,9 +591,9 @@ static int blk_cmp(const void *x, const void *y) {
 
 /* --- allocator object ----------------------------------------------------- */
 
-int gpuplan_cca_new(gpuplan_ctx *ctx, const gpuplan_alloc_conf *conf, uint64_t capacity,
-                          const gpuplan_device_ops *device, gpuplan_cca **out) {
-  gpuplan_cca *a;
+int gpuplan_cachealloc_new(gpuplan_ctx *ctx, const gpuplan_alloc_conf *conf, uint64_t capacity,
+                          const gpuplan_device_ops *device, gpuplan_cachealloc **out) {
+  gpuplan_cachealloc *a;
   if (!ctx) return GPUPLAN_EMISUSE;
   if (!out) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "allocator: out is NULL");
   *out = NULL;
@@ -637,7 +637,7 @@ int gpuplan_cca_new(gpuplan_ctx *ctx, const gpuplan_alloc_conf *conf, uint64_t c
   return GPUPLAN_OK;
 }
 
-void gpuplan_cca_free(gpuplan_cca *a) {
+void gpuplan_cachealloc_free(gpuplan_cachealloc *a) {
   gpuplan_ctx *ctx;
   if (!a) return;
   ctx = a->ctx;
@@ -669,27 +669,27 @@ void gpuplan_cca_free(gpuplan_cca *a) {
   gpuplan__ctx_unref(ctx);
 }
 
-void gpuplan_cca_set_trace(gpuplan_cca *a, gpuplan_alloc_trace_fn fn, void *payload) {
+void gpuplan_cachealloc_set_trace(gpuplan_cachealloc *a, gpuplan_alloc_trace_fn fn, void *payload) {
   if (!a) return;
   a->trace = fn;
   a->trace_payload = payload;
 }
 
-const gpuplan_alloc_stats *gpuplan_cca_stats(const gpuplan_cca *a) {
+const gpuplan_alloc_stats *gpuplan_cachealloc_stats(const gpuplan_cachealloc *a) {
   return a ? &a->st : NULL;
 }
 
-const gpuplan_alloc_conf *gpuplan_cca_conf(const gpuplan_cca *a) {
+const gpuplan_alloc_conf *gpuplan_cachealloc_conf(const gpuplan_cachealloc *a) {
   return a ? &a->conf : NULL;
 }
 
 /* --- the algorithm --------------------------------------------------------- */
 
-static int gc_enabled(const gpuplan_cca *a) {
+static int gc_enabled(const gpuplan_cachealloc *a) {
   return a->conf.memory_fraction < 1 && a->conf.garbage_collection_threshold > 0;
 }
 
-static uint64_t allowed_max(const gpuplan_cca *a) {
+static uint64_t allowed_max(const gpuplan_cachealloc *a) {
   return (uint64_t)(a->conf.memory_fraction * (double)a->total_memory);
 }
 
@@ -698,7 +698,7 @@ static uint64_t exp_size(const gpuplan__blk *b) {
 }
 
 /* R9, R10: the single best-fit candidate, or NULL. */
-static gpuplan__blk *get_free_block(gpuplan_cca *a, gpuplan__pool *p, uint64_t size,
+static gpuplan__blk *get_free_block(gpuplan_cachealloc *a, gpuplan__pool *p, uint64_t size,
                                     uint64_t stream) {
   size_t i;
   gpuplan__blk *b;
@@ -728,7 +728,7 @@ static gpuplan__blk *get_free_block(gpuplan_cca *a, gpuplan__pool *p, uint64_t s
 
 /* cudaFree of the whole free segment of b, which the caller has taken out
  * of its pool. */
-static void release_segment(gpuplan_cca *a, gpuplan__blk *b) {
+static void release_segment(gpuplan_cachealloc *a, gpuplan__blk *b) {
   gpuplan__seg *s = b->seg;
   a->dev.free(a->dev.payload, s->addr, s->size);
   a->st.num_device_free++;
@@ -737,17 +737,17 @@ static void release_segment(gpuplan_cca *a, gpuplan__blk *b) {
   seg_unlink(a, s);
 }
 
-static void release_block(gpuplan_cca *a, gpuplan__blk *b) {
+static void release_block(gpuplan_cachealloc *a, gpuplan__blk *b) {
   pool_remove(pool_of(a, b->small), b);
   release_segment(a, b);
 }
 
-static void unmap_block(gpuplan_cca *a, gpuplan__blk *b);
+static void unmap_block(gpuplan_cachealloc *a, gpuplan__blk *b);
 
 /* R19 step 2: every unsplit free block of a pool, in pool order; then the
  * free pages of the pool's expandable segments are unmapped (R29).  The
  * end state does not depend on the order in which those are unmapped. */
-static void release_blocks(gpuplan_cca *a, gpuplan__pool *p) {
+static void release_blocks(gpuplan_cachealloc *a, gpuplan__pool *p) {
   size_t i, w = 0;
   gpuplan__seg *s;
   int small = p == &a->small;
@@ -766,14 +766,14 @@ static void release_blocks(gpuplan_cca *a, gpuplan__pool *p) {
   }
 }
 
-static void release_cached_blocks(gpuplan_cca *a) {
+static void release_cached_blocks(gpuplan_cachealloc *a) {
   a->st.num_sync_all_streams++;
   release_blocks(a, &a->large);
   release_blocks(a, &a->small);
 }
 
 /* R21 (only when max_split_size is set). */
-static int release_available_cached_blocks(gpuplan_cca *a, gpuplan__pool *p, uint64_t size,
+static int release_available_cached_blocks(gpuplan_cachealloc *a, gpuplan__pool *p, uint64_t size,
                                            uint64_t stream) {
   uint64_t M = a->conf.max_split_size, key = size > M ? size : M, freed = 0;
   size_t i;
@@ -798,7 +798,7 @@ static int release_available_cached_blocks(gpuplan_cca *a, gpuplan__pool *p, uin
 }
 
 /* R20. */
-static void garbage_collect(gpuplan_cca *a) {
+static void garbage_collect(gpuplan_cachealloc *a) {
   uint64_t threshold = (uint64_t)(a->conf.garbage_collection_threshold * (double)allowed_max(a));
   uint64_t reserved = (uint64_t)a->st.reserved_bytes[GPUPLAN_POOL_ALL].current, target, reclaimed = 0;
   gpuplan__pool *p = &a->large;
@@ -831,15 +831,15 @@ static void garbage_collect(gpuplan_cca *a) {
 
 /* --- expandable segments (R26-R30) ----------------------------------------- */
 
-static uint64_t page_of(const gpuplan_cca *a, int small) {
+static uint64_t page_of(const gpuplan_cachealloc *a, int small) {
   return small ? KSMALL_BUFFER : a->conf.large_segment_size;
 }
 
 /* Merge b with its neighbour n if both are free and equally mapped. */
-static void merge_mapped(gpuplan_cca *a, gpuplan__blk *b, gpuplan__blk *n);
+static void merge_mapped(gpuplan_cachealloc *a, gpuplan__blk *b, gpuplan__blk *n);
 
 /* Map the pages covering [b->addr, b->addr + size) of the unmapped block b. */
-static int map_block(gpuplan_cca *a, gpuplan__blk *b, uint64_t size) {
+static int map_block(gpuplan_cachealloc *a, gpuplan__blk *b, uint64_t size) {
   gpuplan__pool *p = pool_of(a, b->small);
   uint64_t page = b->seg->page, off = b->addr - b->seg->addr;
   uint64_t end = (off + size + page - 1) / page * page, mapped;
@@ -884,7 +884,7 @@ static int map_block(gpuplan_cca *a, gpuplan__blk *b, uint64_t size) {
 }
 
 /* R29: unmap the whole pages inside the free mapped block b. */
-static void unmap_block(gpuplan_cca *a, gpuplan__blk *b) {
+static void unmap_block(gpuplan_cachealloc *a, gpuplan__blk *b) {
   gpuplan__pool *p = pool_of(a, b->small);
   uint64_t page = b->seg->page, base = b->seg->addr;
   uint64_t lo = (b->addr - base + page - 1) / page * page + base;
@@ -966,7 +966,7 @@ static int has_room(const gpuplan__blk *b, uint64_t size) {
 
 /* find_expandable_block: the lowest unmapped range on this stream (with a
  * free block right before it) that has room, or a new reservation. */
-static gpuplan__blk *find_expandable(gpuplan_cca *a, uint64_t stream, int small, uint64_t size) {
+static gpuplan__blk *find_expandable(gpuplan_cachealloc *a, uint64_t stream, int small, uint64_t size) {
   gpuplan__pool *p = pool_of(a, small);
   size_t i;
   gpuplan__seg *s;
@@ -1014,7 +1014,7 @@ static gpuplan__blk *find_expandable(gpuplan_cca *a, uint64_t stream, int small,
 
 /* try_allocate_expandable_block: grow into unmapped space until a free
  * block of size bytes exists; returns it out of the pool. */
-static gpuplan__blk *alloc_expandable(gpuplan_cca *a, uint64_t stream, int small, uint64_t size) {
+static gpuplan__blk *alloc_expandable(gpuplan_cachealloc *a, uint64_t stream, int small, uint64_t size) {
   gpuplan__blk *c = find_expandable(a, stream, small, size);
   if (!c) return NULL;
   if (!c->mapped) {
@@ -1033,7 +1033,7 @@ static gpuplan__blk *alloc_expandable(gpuplan_cca *a, uint64_t stream, int small
 }
 
 /* R18: a new segment from the device. */
-static gpuplan__blk *alloc_block(gpuplan_cca *a, uint64_t alloc_size, uint64_t expand_size,
+static gpuplan__blk *alloc_block(gpuplan_cachealloc *a, uint64_t alloc_size, uint64_t expand_size,
                                  uint64_t stream, int small, int is_retry, int *rc) {
   uint64_t addr;
   gpuplan__seg *s;
@@ -1067,7 +1067,7 @@ static gpuplan__blk *alloc_block(gpuplan_cca *a, uint64_t alloc_size, uint64_t e
   return b;
 }
 
-static void oom_message(gpuplan_cca *a, uint64_t alloc_size, uint64_t request) {
+static void oom_message(gpuplan_cachealloc *a, uint64_t alloc_size, uint64_t request) {
   char A[32], T[32], F[32], P[32], U[32], R[32], AL[48] = "";
   uint64_t dfree, dtotal, allocated, reserved;
   a->dev.mem_info(a->dev.payload, &dfree, &dtotal);
@@ -1106,7 +1106,7 @@ static void oom_message(gpuplan_cca *a, uint64_t alloc_size, uint64_t request) {
   }
 }
 
-int gpuplan_cca_malloc(gpuplan_cca *a, uint64_t orig, uint64_t stream,
+int gpuplan_cachealloc_malloc(gpuplan_cachealloc *a, uint64_t orig, uint64_t stream,
                              uint64_t *addr_out) {
   uint64_t size, alloc_size, remaining, M;
   gpuplan__pool *p;
@@ -1211,7 +1211,7 @@ int gpuplan_cca_malloc(gpuplan_cca *a, uint64_t orig, uint64_t stream,
 }
 
 /* R14: merge a free block with a free neighbour; returns the merged size. */
-static uint64_t try_merge(gpuplan_cca *a, gpuplan__blk *b, gpuplan__blk *n) {
+static uint64_t try_merge(gpuplan_cachealloc *a, gpuplan__blk *b, gpuplan__blk *n) {
   uint64_t sz;
   if (!n || n->allocated || n->mapped != b->mapped) return 0;
   pool_remove(pool_of(a, n->small), n);
@@ -1230,11 +1230,11 @@ static uint64_t try_merge(gpuplan_cca *a, gpuplan__blk *b, gpuplan__blk *n) {
   return sz;
 }
 
-static void merge_mapped(gpuplan_cca *a, gpuplan__blk *b, gpuplan__blk *n) {
+static void merge_mapped(gpuplan_cachealloc *a, gpuplan__blk *b, gpuplan__blk *n) {
   (void)try_merge(a, b, n);
 }
 
-int gpuplan_cca_release(gpuplan_cca *a, uint64_t addr) {
+int gpuplan_cachealloc_release(gpuplan_cachealloc *a, uint64_t addr) {
   gpuplan__blk *b;
   int64_t orig_size, net_n = 0, net_bytes = 0;
   int small;
@@ -1284,11 +1284,11 @@ int gpuplan_cca_release(gpuplan_cca *a, uint64_t addr) {
   return GPUPLAN_OK;
 }
 
-void gpuplan_cca_empty_cache(gpuplan_cca *a) {
+void gpuplan_cachealloc_empty_cache(gpuplan_cachealloc *a) {
   if (a) release_cached_blocks(a);
 }
 
-void gpuplan_cca_free_space(const gpuplan_cca *a, uint64_t *largest_out,
+void gpuplan_cachealloc_free_space(const gpuplan_cachealloc *a, uint64_t *largest_out,
                                   uint64_t *total_out) {
   uint64_t largest = 0, total = 0;
   size_t i;
@@ -1324,10 +1324,10 @@ static int view_cmp(const void *x, const void *y) {
 }
 
 /* All views in address order; *n_out views (the array is ctx-allocated). */
-static int collect_views(gpuplan_cca *a, view **out, size_t *n_out) {
+static int collect_views(gpuplan_cachealloc *a, view **out, size_t *n_out) {
   gpuplan__seg *s;
   gpuplan__blk *b;
-  size_t n = gpuplan_cca_segment_count(a), k = 0;
+  size_t n = gpuplan_cachealloc_segment_count(a), k = 0;
   view *v;
   *n_out = n;
   *out = NULL;
@@ -1370,7 +1370,7 @@ static int collect_views(gpuplan_cca *a, view **out, size_t *n_out) {
   return GPUPLAN_OK;
 }
 
-size_t gpuplan_cca_segment_count(const gpuplan_cca *a) {
+size_t gpuplan_cachealloc_segment_count(const gpuplan_cachealloc *a) {
   gpuplan__seg *s;
   gpuplan__blk *b;
   size_t n = 0;
@@ -1386,7 +1386,7 @@ size_t gpuplan_cca_segment_count(const gpuplan_cca *a) {
   return n;
 }
 
-int gpuplan_cca_segment(gpuplan_cca *a, size_t i, gpuplan_segment_info *out,
+int gpuplan_cachealloc_segment(gpuplan_cachealloc *a, size_t i, gpuplan_segment_info *out,
                         gpuplan_block_info *blocks, size_t cap) {
   view *v;
   size_t n, k;
@@ -1429,7 +1429,7 @@ void gpuplan_format_size(uint64_t n, char *buf, size_t cap) {
 }
 
 /* After a state was installed: sort the pools, recompute inactive_split. */
-void gpuplan__alloc_recount(gpuplan_cca *a) {
+void gpuplan__alloc_recount(gpuplan_cachealloc *a) {
   gpuplan__seg *s;
   int k;
   if (a->small.n) qsort(a->small.v, a->small.n, sizeof *a->small.v, blk_cmp);
@@ -1492,7 +1492,7 @@ static void sum_line(gpuplan__buf *b, const char *name, const gpuplan_stat *s,
   gpuplan__buf_puts(b, " |\n");
 }
 
-int gpuplan_cca_summary(gpuplan_cca *a, char **out) {
+int gpuplan_cachealloc_summary(gpuplan_cachealloc *a, char **out) {
   gpuplan__buf b;
   const gpuplan_alloc_stats *st;
   static const char rule[] = "|---------------------------------------------------------------------------|\n";

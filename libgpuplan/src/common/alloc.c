@@ -22,7 +22,7 @@ static void *default_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 }
 
 static void *raw(gpuplan_ctx *ctx, void *ptr, size_t osize, size_t nsize) {
-  gpuplan_alloc_fn fn = ctx->alloc.fn ? ctx->alloc.fn : default_alloc;
+  gpuplan_host_alloc_fn fn = ctx->alloc.fn ? ctx->alloc.fn : default_alloc;
   return fn(ctx->alloc.ud, ptr, osize, nsize);
 }
 

@@ -19,7 +19,7 @@
 #define GPUPLAN_ERRMSG_MAX 1024
 
 struct gpuplan_ctx {
-  gpuplan_allocator alloc;
+  gpuplan_host_allocator alloc;
   int errcode;
   int errdetail;
   size_t children;  /* live child objects; ctx_free waits for them */

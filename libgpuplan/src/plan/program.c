@@ -38,8 +38,8 @@ static void tee_trace(void *payload, const gpuplan_alloc_event *ev) {
 
 typedef struct prog {
   gpuplan_ctx *ctx;
-  gpuplan_cca *a;
-  gpuplan_sim_result *r;
+  gpuplan_cachealloc *a;
+  gpuplan_simulate_result *r;
   const gpuplan_memory_options *o;
   const gpuplan_model *m;
   int64_t step;
@@ -65,7 +65,7 @@ static uint64_t get(prog *p, double bytes, const char *what) {
   int rc;
   if (p->oom || bytes < 1) return 0;
   n = (uint64_t)ceil(bytes);
-  rc = gpuplan_cca_malloc(p->a, n, 0, &addr);
+  rc = gpuplan_cachealloc_malloc(p->a, n, 0, &addr);
   p->r->ops++;
   if (rc == GPUPLAN_EOOM) {
     p->oom = 1;
@@ -85,11 +85,11 @@ static uint64_t get(prog *p, double bytes, const char *what) {
     return 0;
   }
   {
-    const gpuplan_alloc_stats *st = gpuplan_cca_stats(p->a);
+    const gpuplan_alloc_stats *st = gpuplan_cachealloc_stats(p->a);
     if ((uint64_t)st->reserved_bytes[0].current > p->r->peak_reserved) {
       p->r->peak_reserved = (uint64_t)st->reserved_bytes[0].current;
       p->r->allocated_at_peak_reserved = (uint64_t)st->allocated_bytes[0].current;
-      gpuplan_cca_free_space(p->a, &p->r->largest_free_at_peak, &p->r->total_free_at_peak);
+      gpuplan_cachealloc_free_space(p->a, &p->r->largest_free_at_peak, &p->r->total_free_at_peak);
     }
   }
   return addr;
@@ -97,7 +97,7 @@ static uint64_t get(prog *p, double bytes, const char *what) {
 
 static void put(prog *p, uint64_t addr) {
   if (!addr) return;
-  gpuplan_cca_release(p->a, addr);
+  gpuplan_cachealloc_release(p->a, addr);
   p->r->ops++;
 }
 
@@ -178,10 +178,10 @@ static void put_all(prog *p, uint64_t *addrs, int n) {
 }
 
 int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
-                     const gpuplan_memory_options *options, const gpuplan_sim_options *sim,
-                     gpuplan_sim_result *out) {
+                     const gpuplan_memory_options *options, const gpuplan_simulate_options *sim,
+                     gpuplan_simulate_result *out) {
   gpuplan_memory_options defaults = GPUPLAN_MEMORY_OPTIONS_INIT;
-  gpuplan_sim_options sdef = GPUPLAN_SIM_OPTIONS_INIT;
+  gpuplan_simulate_options sdef = GPUPLAN_SIMULATE_OPTIONS_INIT;
   const gpuplan_memory_options *o = options ? options : &defaults;
   gpuplan_alloc_conf conf;
   prog p;
@@ -196,7 +196,7 @@ int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan
   if (!ctx) return GPUPLAN_EMISUSE;
   if (!model || !gpu || !out) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "simulate: NULL argument");
   if (!sim) sim = &sdef;
-  if (sim->version != GPUPLAN_SIM_OPTIONS_VERSION)
+  if (sim->version != GPUPLAN_SIMULATE_OPTIONS_VERSION)
     return gpuplan__error(ctx, GPUPLAN_EINVAL, "simulate: options.version %u is unknown", sim->version);
   if (sim->steps < 1 || sim->steps > 1000000)
     return gpuplan__error(ctx, GPUPLAN_EINVAL, "steps: must be 1..1000000 (got %lld)", (long long)sim->steps);
@@ -215,13 +215,13 @@ int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan
             p.mem.item[GPUPLAN_MEM_WORKSPACE].bytes;
   out->analytic_bytes = p.mem.total - outside;
   out->capacity = gpu->memory_bytes > outside ? gpu->memory_bytes - outside : 0;
-  rc = gpuplan_cca_new(ctx, &conf, out->capacity ? out->capacity : 1, sim->device, &p.a);
+  rc = gpuplan_cachealloc_new(ctx, &conf, out->capacity ? out->capacity : 1, sim->device, &p.a);
   if (rc) return rc;
   memset(&tr, 0, sizeof tr);
   tr.fn = sim->trace;
   tr.payload = sim->trace_payload;
   if (sim->snapshot_path && (rc = gpuplan_recorder_new(ctx, &tr.rec))) goto out;
-  if (tr.fn || tr.rec) gpuplan_cca_set_trace(p.a, tee_trace, &tr);
+  if (tr.fn || tr.rec) gpuplan_cachealloc_set_trace(p.a, tee_trace, &tr);
 
   layer_shapes(&p);
   L = p.mem.layers;
@@ -398,7 +398,7 @@ int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan
     goto out;
   }
   {
-    const gpuplan_alloc_stats *st = gpuplan_cca_stats(p.a);
+    const gpuplan_alloc_stats *st = gpuplan_cachealloc_stats(p.a);
     out->peak_allocated = (uint64_t)st->allocated_bytes[0].peak;
     if ((uint64_t)st->reserved_bytes[0].peak > out->peak_reserved) out->peak_reserved = (uint64_t)st->reserved_bytes[0].peak;
     out->num_alloc_retries = st->num_alloc_retries;
@@ -420,6 +420,6 @@ out:
   gpuplan__free(ctx, ma);
   gpuplan__free(ctx, oa);
   gpuplan__free(ctx, acts);
-  gpuplan_cca_free(p.a);
+  gpuplan_cachealloc_free(p.a);
   return rc;
 }

@@ -127,7 +127,7 @@ static const char *const action_names[] = {"alloc", "free_requested", "free_comp
                                            "segment_alloc", "segment_free", "segment_map",
                                            "segment_unmap", "oom", "snapshot"};
 
-int gpuplan_snapshot_write(gpuplan_cca *a, const gpuplan_recorder *rec, const char *path) {
+int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, const char *path) {
   gpuplan_ctx *ctx;
   pw w;
   size_t i, nseg, k;
@@ -146,10 +146,10 @@ int gpuplan_snapshot_write(gpuplan_cca *a, const gpuplan_recorder *rec, const ch
 
   KEY(&w, "segments");
   LIST_BEGIN(&w);
-  nseg = gpuplan_cca_segment_count(a);
+  nseg = gpuplan_cachealloc_segment_count(a);
   for (i = 0; i < nseg && rc == GPUPLAN_OK; i++) {
     gpuplan_segment_info si;
-    if ((rc = gpuplan_cca_segment(a, i, &si, NULL, 0))) break;
+    if ((rc = gpuplan_cachealloc_segment(a, i, &si, NULL, 0))) break;
     if (si.nblocks > bcap) {
       gpuplan__free(ctx, blocks);
       bcap = si.nblocks * 2;
@@ -159,7 +159,7 @@ int gpuplan_snapshot_write(gpuplan_cca *a, const gpuplan_recorder *rec, const ch
         break;
       }
     }
-    if ((rc = gpuplan_cca_segment(a, i, &si, blocks, bcap))) break;
+    if ((rc = gpuplan_cachealloc_segment(a, i, &si, blocks, bcap))) break;
     DICT_BEGIN(&w);
     KEY(&w, "device"); integer(&w, 0);
     KEY(&w, "address"); integer(&w, (int64_t)si.addr);
@@ -212,7 +212,7 @@ int gpuplan_snapshot_write(gpuplan_cca *a, const gpuplan_recorder *rec, const ch
   KEY(&w, "allocator_settings");
   DICT_BEGIN(&w);
   {
-    const gpuplan_alloc_conf *c = gpuplan_cca_conf(a);
+    const gpuplan_alloc_conf *c = gpuplan_cachealloc_conf(a);
     char conf[160];
     snprintf(conf, sizeof conf, "%s", c->expandable_segments ? "expandable_segments:True" : "");
     KEY(&w, "PYTORCH_CUDA_ALLOC_CONF"); str(&w, conf);

@@ -528,7 +528,7 @@ static int rebuild(gpuplan_ctx *ctx, const gpuplan_snapshot *s, state *st,
 }
 
 /* Install a state into a fresh allocator. */
-static int install(gpuplan_cca *a, const state *st) {
+static int install(gpuplan_cachealloc *a, const state *st) {
   size_t i, j;
   for (i = 0; i < st->n; i++) {
     const rseg *g = st->v[i];
@@ -550,7 +550,7 @@ typedef struct rdev {
   int mismatch;
   char why[256];
   uint64_t device_free;
-  gpuplan_cca *a;
+  gpuplan_cachealloc *a;
 } rdev;
 
 static int rdev_malloc(void *payload, uint64_t size, uint64_t *addr_out) {
@@ -661,18 +661,18 @@ static uint64_t amap_take(amap *m, uint64_t k) {
 
 /* --- replay ------------------------------------------------------------------- */
 
-static void track_peak(gpuplan_cca *a, gpuplan_replay_result *r) {
-  const gpuplan_alloc_stats *st = gpuplan_cca_stats(a);
+static void track_peak(gpuplan_cachealloc *a, gpuplan_replay_result *r) {
+  const gpuplan_alloc_stats *st = gpuplan_cachealloc_stats(a);
   uint64_t res = (uint64_t)st->reserved_bytes[0].current;
   if (res > r->peak_reserved) {
     r->peak_reserved = res;
     r->allocated_at_peak_reserved = (uint64_t)st->allocated_bytes[0].current;
-    gpuplan_cca_free_space(a, &r->largest_free_at_peak, &r->total_free_at_peak);
+    gpuplan_cachealloc_free_space(a, &r->largest_free_at_peak, &r->total_free_at_peak);
   }
 }
 
 /* Compare the allocator's final segments with the file's. */
-static void compare_final(gpuplan_cca *a, const gpuplan_snapshot *s, gpuplan_replay_result *r) {
+static void compare_final(gpuplan_cachealloc *a, const gpuplan_snapshot *s, gpuplan_replay_result *r) {
   gpuplan__seg *g;
   size_t n = 0, i;
   for (g = a->segs; g; g = g->snext) n++;
@@ -711,7 +711,7 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
                      const gpuplan_replay_options *o, gpuplan_replay_result *r) {
   rdev d;
   gpuplan_device_ops ops;
-  gpuplan_cca *a = NULL;
+  gpuplan_cachealloc *a = NULL;
   size_t i;
   int rc;
   memset(&d, 0, sizeof d);
@@ -722,11 +722,11 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
   d.cap = 64;
   d.pend = gpuplan__malloc(ctx, d.cap * sizeof *d.pend);
   if (!d.pend) return gpuplan__nomem(ctx);
-  rc = gpuplan_cca_new(ctx, &s->conf, 0, &ops, &a);
+  rc = gpuplan_cachealloc_new(ctx, &s->conf, 0, &ops, &a);
   d.a = a;
   if (rc == GPUPLAN_OK) rc = install(a, st);
   if (rc) goto out;
-  if (o->trace) gpuplan_cca_set_trace(a, o->trace, o->trace_payload);
+  if (o->trace) gpuplan_cachealloc_set_trace(a, o->trace, o->trace_payload);
   r->start_allocated = (uint64_t)a->st.allocated_bytes[0].current;
   r->start_reserved = (uint64_t)a->st.reserved_bytes[0].current;
   track_peak(a, r);
@@ -764,12 +764,12 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
     case GPUPLAN_ACT_OOM:
       /* A run of cudaFrees not ended by a cudaMalloc was an empty_cache(). */
       if (d.n && d.pend[d.n - 1]->action == GPUPLAN_ACT_SEGMENT_FREE && e->action == GPUPLAN_ACT_ALLOC) {
-        gpuplan_cca_empty_cache(a);
+        gpuplan_cachealloc_empty_cache(a);
         CHECK_CONSUMED(i);
         if (r->diverged_at != SIZE_MAX) break;
       }
       d.device_free = e->device_free;
-      rc = gpuplan_cca_malloc(a, e->size, e->stream, &addr);
+      rc = gpuplan_cachealloc_malloc(a, e->size, e->stream, &addr);
       if (rc == GPUPLAN_ENOMEM) goto out;
       if (e->action == GPUPLAN_ACT_OOM) {
         if (rc != GPUPLAN_EOOM) diverge(r, i, "the trace ran out of memory; the model allocated %llu bytes", (unsigned long long)e->size);
@@ -790,11 +790,11 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
       break;
     case GPUPLAN_ACT_FREE_REQUESTED:
       if (d.n) {
-        gpuplan_cca_empty_cache(a);
+        gpuplan_cachealloc_empty_cache(a);
         CHECK_CONSUMED(i);
         if (r->diverged_at != SIZE_MAX) break;
       }
-      if (gpuplan_cca_release(a, e->addr) != GPUPLAN_OK)
+      if (gpuplan_cachealloc_release(a, e->addr) != GPUPLAN_OK)
         diverge(r, i, "free of 0x%llx: not an allocated block in the model", (unsigned long long)e->addr);
       break;
     default:
@@ -803,7 +803,7 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
     track_peak(a, r);
   }
   if (r->diverged_at == SIZE_MAX && d.n) {
-    gpuplan_cca_empty_cache(a);
+    gpuplan_cachealloc_empty_cache(a);
     CHECK_CONSUMED(s->nev);
   }
 #undef CHECK_CONSUMED
@@ -815,7 +815,7 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
   r->num_alloc_retries = a->st.num_alloc_retries;
   r->num_ooms = a->st.num_ooms;
 out:
-  gpuplan_cca_free(a); /* returns the segments through rdev_free: ignore that */
+  gpuplan_cachealloc_free(a); /* returns the segments through rdev_free: ignore that */
   gpuplan__free(ctx, d.pend);
   return rc;
 }
@@ -827,7 +827,7 @@ out:
 static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *st,
                       const gpuplan_replay_options *o, gpuplan_replay_result *r) {
   gpuplan_alloc_conf conf;
-  gpuplan_cca *a = NULL;
+  gpuplan_cachealloc *a = NULL;
   amap m;
   size_t i;
   uint64_t top = 0, capacity = o->capacity ? o->capacity : (1ull << 56);
@@ -836,7 +836,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
   if (o->alloc_conf) rc = gpuplan_alloc_conf_parse(ctx, o->alloc_conf, o->torch, &conf);
   else conf = s->conf, rc = GPUPLAN_OK;
   if (rc) return rc;
-  rc = gpuplan_cca_new(ctx, &conf, capacity, NULL, &a);
+  rc = gpuplan_cachealloc_new(ctx, &conf, capacity, NULL, &a);
   if (rc) return rc;
   if ((rc = install(a, st))) goto out;
   for (i = 0; i < st->n; i++)
@@ -845,12 +845,12 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
    * count against the device. */
   if (top > a->mock.next_addr) a->mock.next_addr = (top + (1ull << 30)) & ~((1ull << 21) - 1);
   a->mock.reserved = (uint64_t)a->st.reserved_bytes[0].current;
-  if (o->trace) gpuplan_cca_set_trace(a, o->trace, o->trace_payload);
+  if (o->trace) gpuplan_cachealloc_set_trace(a, o->trace, o->trace_payload);
   r->start_allocated = (uint64_t)a->st.allocated_bytes[0].current;
   r->start_reserved = (uint64_t)a->st.reserved_bytes[0].current;
   if (r->start_reserved > capacity) {
     /* Cached segments would have been released when memory ran short. */
-    gpuplan_cca_empty_cache(a);
+    gpuplan_cachealloc_empty_cache(a);
     a->mock.reserved = (uint64_t)a->st.reserved_bytes[0].current;
     if (a->mock.reserved > capacity) {
       char A[32], C[32];
@@ -873,11 +873,11 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
       if (i + 1 == s->nev || (s->ev[i + 1].action != GPUPLAN_ACT_SEGMENT_FREE &&
                               s->ev[i + 1].action != GPUPLAN_ACT_SEGMENT_ALLOC &&
                               s->ev[i + 1].action != GPUPLAN_ACT_OOM))
-        gpuplan_cca_empty_cache(a);
+        gpuplan_cachealloc_empty_cache(a);
       break;
     case GPUPLAN_ACT_ALLOC:
     case GPUPLAN_ACT_OOM:
-      rc = gpuplan_cca_malloc(a, e->size, e->stream, &addr);
+      rc = gpuplan_cachealloc_malloc(a, e->size, e->stream, &addr);
       if (rc == GPUPLAN_EOOM) {
         r->oom_event = i;
         snprintf(r->oom_message, sizeof r->oom_message, "%s", gpuplan_errmsg(ctx));
@@ -886,7 +886,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
       }
       if (rc) goto out;
       if (e->action == GPUPLAN_ACT_OOM) {
-        gpuplan_cca_release(a, addr); /* the program never got it */
+        gpuplan_cachealloc_release(a, addr); /* the program never got it */
       } else {
         r->allocs++;
         if (addr != e->addr && (rc = amap_put(ctx, &m, e->addr, addr))) goto out;
@@ -895,7 +895,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
     case GPUPLAN_ACT_FREE_REQUESTED:
       addr = amap_take(&m, e->addr);
       /* Blocks live at the start keep their recorded addresses. */
-      gpuplan_cca_release(a, addr ? addr : e->addr);
+      gpuplan_cachealloc_release(a, addr ? addr : e->addr);
       break;
     default:
       break;
@@ -912,7 +912,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
 out:
   gpuplan__free(ctx, m.k);
   gpuplan__free(ctx, m.v);
-  gpuplan_cca_free(a);
+  gpuplan_cachealloc_free(a);
   return rc;
 }
 

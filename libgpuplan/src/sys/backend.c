@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "common/internal.h"
-#include "gpuplan/sys/device.h"
+#include "gpuplan/backend.h"
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <dlfcn.h>

@@ -10,14 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpuplan/sim.h"
+#include "gpuplan/mock.h"
 
 typedef struct range {
   uint64_t addr, size;
 } range;
 
 typedef struct simdev {
-  struct gpuplan_sim *sim;
+  struct gpuplan_mock *sim;
   char name[64];
   uint64_t total, context, others, reserved;
   uint64_t allocations, failed;
@@ -27,19 +27,19 @@ typedef struct simdev {
   gpuplan_device_ops ops;
   /* telemetry and faults */
   const gpuplan_gpu *sku;
-  unsigned faults;      /* 1 << gpuplan_sim_fault */
+  unsigned faults;      /* 1 << gpuplan_mock_fault */
   double temp, seconds, util, factor, speed;
   uint64_t ecc_unc, ecc_cor;
 } simdev;
 
-struct gpuplan_sim {
+struct gpuplan_mock {
   gpuplan_ctx *ctx;
   simdev **dev;
   int n, cap;
 };
 
 static uint64_t granular(uint64_t size) {
-  return (size + GPUPLAN_SIM_GRANULARITY - 1) / GPUPLAN_SIM_GRANULARITY * GPUPLAN_SIM_GRANULARITY;
+  return (size + GPUPLAN_MOCK_GRANULARITY - 1) / GPUPLAN_MOCK_GRANULARITY * GPUPLAN_MOCK_GRANULARITY;
 }
 
 static uint64_t avail(const simdev *d) {
@@ -144,8 +144,8 @@ static void dev_unmap(void *payload, uint64_t size) {
   d->reserved -= g < d->reserved ? g : d->reserved;
 }
 
-int gpuplan_sim_new(gpuplan_ctx *ctx, gpuplan_sim **out) {
-  gpuplan_sim *s;
+int gpuplan_mock_new(gpuplan_ctx *ctx, gpuplan_mock **out) {
+  gpuplan_mock *s;
   if (!ctx || !out) return GPUPLAN_EMISUSE;
   s = gpuplan_malloc(ctx, sizeof *s);
   if (!s) return GPUPLAN_ENOMEM;
@@ -155,7 +155,7 @@ int gpuplan_sim_new(gpuplan_ctx *ctx, gpuplan_sim **out) {
   return GPUPLAN_OK;
 }
 
-void gpuplan_sim_free(gpuplan_sim *s) {
+void gpuplan_mock_free(gpuplan_mock *s) {
   int i;
   if (!s) return;
   for (i = 0; i < s->n; i++) {
@@ -166,7 +166,7 @@ void gpuplan_sim_free(gpuplan_sim *s) {
   gpuplan_free(s->ctx, s);
 }
 
-int gpuplan_sim_add_device(gpuplan_sim *s, const char *name, uint64_t total, uint64_t context,
+int gpuplan_mock_add_device(gpuplan_mock *s, const char *name, uint64_t total, uint64_t context,
                            int *index_out) {
   simdev *d;
   if (!s) return GPUPLAN_EMISUSE;
@@ -204,12 +204,12 @@ int gpuplan_sim_add_device(gpuplan_sim *s, const char *name, uint64_t total, uin
   return GPUPLAN_OK;
 }
 
-int gpuplan_sim_add_gpu(gpuplan_sim *s, const gpuplan_gpu *sku, int64_t context_bytes,
+int gpuplan_mock_add_gpu(gpuplan_mock *s, const gpuplan_gpu *sku, int64_t context_bytes,
                         int *index_out) {
   if (!s || !sku) return GPUPLAN_EMISUSE;
   if (context_bytes < -1) return GPUPLAN_EINVAL;
   int idx, rc;
-  rc = gpuplan_sim_add_device(s, sku->name, sku->memory_bytes,
+  rc = gpuplan_mock_add_device(s, sku->name, sku->memory_bytes,
                               context_bytes < 0 ? sku->context_bytes : (uint64_t)context_bytes, &idx);
   if (rc) return rc;
   s->dev[idx]->sku = sku;
@@ -217,9 +217,9 @@ int gpuplan_sim_add_gpu(gpuplan_sim *s, const gpuplan_gpu *sku, int64_t context_
   return GPUPLAN_OK;
 }
 
-int gpuplan_sim_count(const gpuplan_sim *s) { return s ? s->n : 0; }
+int gpuplan_mock_count(const gpuplan_mock *s) { return s ? s->n : 0; }
 
-int gpuplan_sim_set_other_processes(gpuplan_sim *s, int dev, uint64_t bytes) {
+int gpuplan_mock_set_other_processes(gpuplan_mock *s, int dev, uint64_t bytes) {
   simdev *d;
   if (!s || dev < 0 || dev >= s->n) return GPUPLAN_EINVAL;
   d = s->dev[dev];
@@ -228,12 +228,12 @@ int gpuplan_sim_set_other_processes(gpuplan_sim *s, int dev, uint64_t bytes) {
   return GPUPLAN_OK;
 }
 
-const gpuplan_device_ops *gpuplan_sim_device(gpuplan_sim *s, int dev) {
+const gpuplan_device_ops *gpuplan_mock_device(gpuplan_mock *s, int dev) {
   if (!s || dev < 0 || dev >= s->n) return NULL;
   return &s->dev[dev]->ops;
 }
 
-int gpuplan_sim_memory_info(const gpuplan_sim *s, int dev, gpuplan_sim_memory *out) {
+int gpuplan_mock_memory_info(const gpuplan_mock *s, int dev, gpuplan_mock_memory *out) {
   const simdev *d;
   if (!s || !out || dev < 0 || dev >= s->n) return GPUPLAN_EINVAL;
   d = s->dev[dev];
@@ -254,11 +254,11 @@ int gpuplan_sim_memory_info(const gpuplan_sim *s, int dev, gpuplan_sim_memory *o
 static const char *const fault_names[GPUPLAN_FAULT_COUNT] = {
   "oom", "cuda-mismatch", "gpu-not-found", "ecc", "thermal", "data-starvation", "nvlink-down"};
 
-const char *gpuplan_sim_fault_name(gpuplan_sim_fault f) {
+const char *gpuplan_mock_fault_name(gpuplan_mock_fault f) {
   return (unsigned)f < GPUPLAN_FAULT_COUNT ? fault_names[f] : NULL;
 }
 
-int gpuplan_sim_fault_parse(const char *s) {
+int gpuplan_mock_fault_parse(const char *s) {
   int i;
   for (i = 0; s && i < GPUPLAN_FAULT_COUNT; i++)
     if (strcmp(s, fault_names[i]) == 0) return i;
@@ -299,7 +299,7 @@ static int nvlink_links(const simdev *d) {
   return (int)(bw / per + 0.5);
 }
 
-int gpuplan_sim_inject(gpuplan_sim *s, int dev, gpuplan_sim_fault f, int on) {
+int gpuplan_mock_inject(gpuplan_mock *s, int dev, gpuplan_mock_fault f, int on) {
   int i;
   if (!s || (unsigned)f >= GPUPLAN_FAULT_COUNT || dev < -1 || dev >= s->n) return GPUPLAN_EINVAL;
   for (i = dev < 0 ? 0 : dev; i < (dev < 0 ? s->n : dev + 1); i++) {
@@ -313,22 +313,22 @@ int gpuplan_sim_inject(gpuplan_sim *s, int dev, gpuplan_sim_fault f, int on) {
     if (f == GPUPLAN_FAULT_OOM) {
       /* a stray process (a leftover notebook kernel, a zombie rank) */
       uint64_t room = d->total - d->context - d->reserved;
-      d->others = on ? room / 100 * 95 / GPUPLAN_SIM_GRANULARITY * GPUPLAN_SIM_GRANULARITY : 0;
+      d->others = on ? room / 100 * 95 / GPUPLAN_MOCK_GRANULARITY * GPUPLAN_MOCK_GRANULARITY : 0;
     }
   }
   return GPUPLAN_OK;
 }
 
-int gpuplan_sim_has_fault(const gpuplan_sim *s, int dev, gpuplan_sim_fault f) {
+int gpuplan_mock_has_fault(const gpuplan_mock *s, int dev, gpuplan_mock_fault f) {
   if (!s || dev < 0 || dev >= s->n || (unsigned)f >= GPUPLAN_FAULT_COUNT) return 0;
   return (int)HAS(s->dev[dev], f);
 }
 
-const gpuplan_gpu *gpuplan_sim_sku(const gpuplan_sim *s, int dev) {
+const gpuplan_gpu *gpuplan_mock_sku(const gpuplan_mock *s, int dev) {
   return s && dev >= 0 && dev < s->n ? s->dev[dev]->sku : NULL;
 }
 
-int gpuplan_sim_run(gpuplan_sim *s, int dev, double seconds, double busy, const char **message_out) {
+int gpuplan_mock_run(gpuplan_mock *s, int dev, double seconds, double busy, const char **message_out) {
   simdev *d;
   double t;
   if (message_out) *message_out = NULL;
@@ -370,7 +370,7 @@ int gpuplan_sim_run(gpuplan_sim *s, int dev, double seconds, double busy, const 
   return GPUPLAN_OK;
 }
 
-int gpuplan_sim_telemetry_read(const gpuplan_sim *s, int dev, gpuplan_sim_telemetry *out) {
+int gpuplan_mock_telemetry_read(const gpuplan_mock *s, int dev, gpuplan_mock_telemetry *out) {
   const simdev *d;
   if (!s || !out || dev < 0 || dev >= s->n) return GPUPLAN_EINVAL;
   d = s->dev[dev];
@@ -396,7 +396,7 @@ int gpuplan_sim_telemetry_read(const gpuplan_sim *s, int dev, gpuplan_sim_teleme
 
 /* --- the mock devices as a device backend ------------------------------------- */
 
-static int any_fault(const gpuplan_sim *s, gpuplan_sim_fault f) {
+static int any_fault(const gpuplan_mock *s, gpuplan_mock_fault f) {
   int i;
   for (i = 0; i < s->n; i++)
     if (HAS(s->dev[i], f)) return 1;
@@ -404,7 +404,7 @@ static int any_fault(const gpuplan_sim *s, gpuplan_sim_fault f) {
 }
 
 static int mock_driver(void *self, gpuplan_driver_info *out) {
-  gpuplan_sim *s = (gpuplan_sim *)self;
+  gpuplan_mock *s = (gpuplan_mock *)self;
   if (any_fault(s, GPUPLAN_FAULT_GPU_NOT_FOUND))
     return gpuplan_seterror(s->ctx, GPUPLAN_EUNSUPPORTED,
                             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
@@ -415,7 +415,7 @@ static int mock_driver(void *self, gpuplan_driver_info *out) {
 }
 
 static int mock_count(void *self, int *n) {
-  gpuplan_sim *s = (gpuplan_sim *)self;
+  gpuplan_mock *s = (gpuplan_mock *)self;
   gpuplan_driver_info drv;
   int rc = mock_driver(self, &drv);
   if (rc) return rc;
@@ -424,7 +424,7 @@ static int mock_count(void *self, int *n) {
 }
 
 static int mock_info(void *self, int dev, gpuplan_device_info *out) {
-  gpuplan_sim *s = (gpuplan_sim *)self;
+  gpuplan_mock *s = (gpuplan_mock *)self;
   const simdev *d;
   gpuplan_driver_info drv;
   int rc = mock_driver(self, &drv);
@@ -447,7 +447,7 @@ static int mock_info(void *self, int dev, gpuplan_device_info *out) {
 }
 
 static int mock_memory(void *self, int dev, const gpuplan_device_ops **out) {
-  gpuplan_sim *s = (gpuplan_sim *)self;
+  gpuplan_mock *s = (gpuplan_mock *)self;
   if (dev < 0 || dev >= s->n)
     return gpuplan_seterror(s->ctx, GPUPLAN_EINVAL, "device: %d is not in 0..%d", dev, s->n - 1);
   *out = &s->dev[dev]->ops;
@@ -455,12 +455,12 @@ static int mock_memory(void *self, int dev, const gpuplan_device_ops **out) {
 }
 
 static int mock_telemetry(void *self, int dev, gpuplan_device_telemetry *out) {
-  gpuplan_sim *s = (gpuplan_sim *)self;
-  gpuplan_sim_telemetry t;
+  gpuplan_mock *s = (gpuplan_mock *)self;
+  gpuplan_mock_telemetry t;
   gpuplan_driver_info drv;
   int rc = mock_driver(self, &drv);
   if (rc) return rc;
-  if (gpuplan_sim_telemetry_read(s, dev, &t))
+  if (gpuplan_mock_telemetry_read(s, dev, &t))
     return gpuplan_seterror(s->ctx, GPUPLAN_EINVAL, "device: %d is not in 0..%d", dev, s->n - 1);
   out->temperature_c = t.temperature_c;
   out->power_w = t.power_w;
@@ -482,17 +482,17 @@ static int mock_telemetry(void *self, int dev, gpuplan_device_telemetry *out) {
 static const gpuplan_backend_ops mock_ops = {"mock", mock_driver, mock_count, mock_info, mock_memory, NULL,
                                              mock_telemetry};
 
-int gpuplan_sim_backend(gpuplan_sim *s, gpuplan_backend **out) {
+int gpuplan_mock_backend(gpuplan_mock *s, gpuplan_backend **out) {
   if (!s || !out) return GPUPLAN_EMISUSE;
   return gpuplan_backend_new(s->ctx, &mock_ops, s, out);
 }
 
-int gpuplan_sim_node(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *spec, const char *const *faults,
-                     size_t nfaults, double load_s, double busy, double mem_fraction, gpuplan_sim **out) {
+int gpuplan_mock_node(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *spec, const char *const *faults,
+                     size_t nfaults, double load_s, double busy, double mem_fraction, gpuplan_mock **out) {
   char sku[96], name[64];
   const char *colon;
   const gpuplan_gpu *g;
-  gpuplan_sim *s = NULL;
+  gpuplan_mock *s = NULL;
   long n = 1, i;
   size_t k;
   int rc;
@@ -511,9 +511,9 @@ int gpuplan_sim_node(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *spec, c
       return gpuplan_seterror(ctx, GPUPLAN_EINVAL, "sim: '%s' is not SKU[:N] with N in 1..64", spec);
   }
   if ((rc = gpuplan_catalog_gpu(cat, sku, &g))) return rc;
-  if ((rc = gpuplan_sim_new(ctx, &s))) return rc;
+  if ((rc = gpuplan_mock_new(ctx, &s))) return rc;
   for (i = 0; i < n; i++)
-    if ((rc = gpuplan_sim_add_gpu(s, g, -1, NULL))) goto fail;
+    if ((rc = gpuplan_mock_add_gpu(s, g, -1, NULL))) goto fail;
   for (k = 0; k < nfaults; k++) {
     const char *at = faults[k] ? strchr(faults[k], '@') : NULL;
     int dev = -1, f;
@@ -527,8 +527,8 @@ int gpuplan_sim_node(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *spec, c
       dev = (int)strtol(at + 1, &end, 10);
       if (*end || !at[1]) dev = -2;
     }
-    f = gpuplan_sim_fault_parse(name);
-    if (f < 0 || dev < -1 || dev >= n || gpuplan_sim_inject(s, dev, (gpuplan_sim_fault)f, 1)) {
+    f = gpuplan_mock_fault_parse(name);
+    if (f < 0 || dev < -1 || dev >= n || gpuplan_mock_inject(s, dev, (gpuplan_mock_fault)f, 1)) {
       rc = gpuplan_seterror(ctx, GPUPLAN_EINVAL,
                             "faults: '%s' is not NAME[@GPU] with NAME one of oom, cuda-mismatch, gpu-not-found, "
                             "ecc, thermal, data-starvation, nvlink-down and GPU in 0..%ld", faults[k], n - 1);
@@ -538,25 +538,25 @@ int gpuplan_sim_node(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *spec, c
   /* a training load: clocks, temperature and utilisation move, and the
    * job's PyTorch cache holds most of what is free */
   for (i = 0; i < n && load_s > 0; i++) {
-    const gpuplan_device_ops *d = gpuplan_sim_device(s, (int)i);
+    const gpuplan_device_ops *d = gpuplan_mock_device(s, (int)i);
     uint64_t fr, tot, addr;
-    gpuplan_sim_run(s, (int)i, load_s, busy, NULL);
+    gpuplan_mock_run(s, (int)i, load_s, busy, NULL);
     d->mem_info(d->payload, &fr, &tot);
     if (mem_fraction > 0 && fr > tot / 4) d->malloc(d->payload, (uint64_t)((double)fr * mem_fraction), &addr);
   }
   *out = s;
   return GPUPLAN_OK;
 fail:
-  gpuplan_sim_free(s);
+  gpuplan_mock_free(s);
   return rc;
 }
 
-int gpuplan_sim_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
-                         const gpuplan_memory_options *options, const gpuplan_sim_options *so_in,
-                         uint64_t other_bytes, gpuplan_sim_result *out) {
+int gpuplan_mock_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
+                         const gpuplan_memory_options *options, const gpuplan_simulate_options *so_in,
+                         uint64_t other_bytes, gpuplan_simulate_result *out) {
   gpuplan_memory worst;
-  gpuplan_sim_options so;
-  gpuplan_sim *mock = NULL;
+  gpuplan_simulate_options so;
+  gpuplan_mock *mock = NULL;
   uint64_t resident;
   int rc;
   if (!ctx || !model || !gpu || !options || !so_in || !out)
@@ -564,19 +564,19 @@ int gpuplan_sim_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpu
   if ((rc = gpuplan_memory_eval(ctx, model, gpu, options, GPUPLAN_STAGE_WORST, &worst))) return rc;
   resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes +
              worst.item[GPUPLAN_MEM_WORKSPACE].bytes;
-  if ((rc = gpuplan_sim_new(ctx, &mock))) return gpuplan_seterror(ctx, rc, "simulate: out of memory");
-  rc = gpuplan_sim_add_device(mock, gpu->name, gpu->memory_bytes, resident, NULL);
-  if (!rc && other_bytes) rc = gpuplan_sim_set_other_processes(mock, 0, other_bytes);
+  if ((rc = gpuplan_mock_new(ctx, &mock))) return gpuplan_seterror(ctx, rc, "simulate: out of memory");
+  rc = gpuplan_mock_add_device(mock, gpu->name, gpu->memory_bytes, resident, NULL);
+  if (!rc && other_bytes) rc = gpuplan_mock_set_other_processes(mock, 0, other_bytes);
   if (rc) {
-    gpuplan_sim_free(mock);
+    gpuplan_mock_free(mock);
     return gpuplan_seterror(ctx, rc, "other_procs: %llu bytes do not fit beside the %llu bytes of CUDA context, "
                             "NCCL and cuBLAS on %s", (unsigned long long)other_bytes, (unsigned long long)resident,
                             gpu->name);
   }
   so = *so_in;
-  so.device = gpuplan_sim_device(mock, 0);
+  so.device = gpuplan_mock_device(mock, 0);
   rc = gpuplan_simulate(ctx, model, gpu, options, &so, out);
-  gpuplan_sim_free(mock);
+  gpuplan_mock_free(mock);
   if (rc) return rc;
   out->capacity = gpu->memory_bytes - resident - other_bytes;
   return GPUPLAN_OK;

@@ -1,5 +1,5 @@
 /*
- * gpuplan/alloc.h: the host-memory allocator hook.
+ * gpuplan/hostalloc.h: the host-memory allocator hook.
  *
  * The hook has the signature and contract of Lua's lua_Alloc, so a Lua host
  * can pass lua_getallocf()'s function unchanged:
@@ -24,14 +24,14 @@
 GPUPLAN_BEGIN_DECLS
 
 /** An allocation function with lua_Alloc's contract (see above). */
-typedef void *(*gpuplan_alloc_fn)(void *ud, void *ptr, size_t osize,
+typedef void *(*gpuplan_host_alloc_fn)(void *ud, void *ptr, size_t osize,
                                   size_t nsize);
 
 /** An allocator: the function and its user data.  {NULL, NULL} = malloc/free. */
-typedef struct gpuplan_allocator {
-  gpuplan_alloc_fn fn;
+typedef struct gpuplan_host_allocator {
+  gpuplan_host_alloc_fn fn;
   void *ud;
-} gpuplan_allocator;
+} gpuplan_host_allocator;
 
 GPUPLAN_END_DECLS
 

@@ -1,5 +1,5 @@
 /*
- * gpuplan/allocator.h: PyTorch's CUDA caching allocator, rule for rule.
+ * gpuplan/cachealloc.h: PyTorch's CUDA caching allocator, rule for rule.
  *
  * A model of the native `c10/cuda/CUDACachingAllocator.cpp` backend for one
  * device: size rounding (roundup_power2_divisions), small and large pools,
@@ -118,7 +118,7 @@ typedef struct gpuplan_alloc_stats {
   int64_t max_split_size;  /**< -1 = unlimited */
 } gpuplan_alloc_stats;
 
-typedef struct gpuplan_cca gpuplan_cca;
+typedef struct gpuplan_cachealloc gpuplan_cachealloc;
 
 /**
  * Create an allocator over a device.
@@ -127,19 +127,19 @@ typedef struct gpuplan_cca gpuplan_cca;
  *                (used when device is NULL): cudaMalloc succeeds iff the
  *                segment fits in capacity - reserved.
  * @param device  NULL for the built-in mock device; otherwise copied.
- * @param[out] out  the allocator, freed with gpuplan_cca_free().
+ * @param[out] out  the allocator, freed with gpuplan_cachealloc_free().
  * @return GPUPLAN_OK, GPUPLAN_ENOMEM, GPUPLAN_EINVAL.
  * @errors nomem  @threads ctx  @since 0.1.0
  */
-GPUPLAN_API int gpuplan_cca_new(gpuplan_ctx *ctx, const gpuplan_alloc_conf *conf,
+GPUPLAN_API int gpuplan_cachealloc_new(gpuplan_ctx *ctx, const gpuplan_alloc_conf *conf,
                                       uint64_t capacity, const gpuplan_device_ops *device,
-                                      gpuplan_cca **out);
+                                      gpuplan_cachealloc **out);
 
 /** Free an allocator (its device segments are returned first).  Accepts NULL. */
-GPUPLAN_API void gpuplan_cca_free(gpuplan_cca *a);
+GPUPLAN_API void gpuplan_cachealloc_free(gpuplan_cachealloc *a);
 
 /** Receive every trace entry (NULL to stop).  @threads ctx */
-GPUPLAN_API void gpuplan_cca_set_trace(gpuplan_cca *a, gpuplan_alloc_trace_fn fn,
+GPUPLAN_API void gpuplan_cachealloc_set_trace(gpuplan_cachealloc *a, gpuplan_alloc_trace_fn fn,
                                              void *payload);
 
 /**
@@ -150,7 +150,7 @@ GPUPLAN_API void gpuplan_cca_set_trace(gpuplan_cca *a, gpuplan_alloc_trace_fn fn
  *         number); GPUPLAN_ENOMEM (host memory).
  * @errors any  @threads ctx  @since 0.1.0
  */
-GPUPLAN_API int gpuplan_cca_malloc(gpuplan_cca *a, uint64_t size, uint64_t stream,
+GPUPLAN_API int gpuplan_cachealloc_malloc(gpuplan_cachealloc *a, uint64_t size, uint64_t stream,
                                          uint64_t *addr_out);
 
 /**
@@ -158,19 +158,19 @@ GPUPLAN_API int gpuplan_cca_malloc(gpuplan_cca *a, uint64_t size, uint64_t strea
  * @return GPUPLAN_OK, or GPUPLAN_EINVAL when addr is not an allocated block.
  * @errors any  @threads ctx  @since 0.1.0
  */
-GPUPLAN_API int gpuplan_cca_release(gpuplan_cca *a, uint64_t addr);
+GPUPLAN_API int gpuplan_cachealloc_release(gpuplan_cachealloc *a, uint64_t addr);
 
 /** torch.cuda.empty_cache(): return every whole free segment (R19). */
-GPUPLAN_API void gpuplan_cca_empty_cache(gpuplan_cca *a);
+GPUPLAN_API void gpuplan_cachealloc_empty_cache(gpuplan_cachealloc *a);
 
 /** The statistics (borrowed; valid while the allocator lives). */
-GPUPLAN_API const gpuplan_alloc_stats *gpuplan_cca_stats(const gpuplan_cca *a);
+GPUPLAN_API const gpuplan_alloc_stats *gpuplan_cachealloc_stats(const gpuplan_cachealloc *a);
 
 /** The configuration in force (borrowed). */
-GPUPLAN_API const gpuplan_alloc_conf *gpuplan_cca_conf(const gpuplan_cca *a);
+GPUPLAN_API const gpuplan_alloc_conf *gpuplan_cachealloc_conf(const gpuplan_cachealloc *a);
 
 /** Largest free cached block and total free cached bytes (fragmentation view). */
-GPUPLAN_API void gpuplan_cca_free_space(const gpuplan_cca *a, uint64_t *largest_out,
+GPUPLAN_API void gpuplan_cachealloc_free_space(const gpuplan_cachealloc *a, uint64_t *largest_out,
                                               uint64_t *total_out);
 
 /** A block of a segment. */
@@ -188,14 +188,14 @@ typedef struct gpuplan_segment_info {
 } gpuplan_segment_info;
 
 /** Number of segments. */
-GPUPLAN_API size_t gpuplan_cca_segment_count(const gpuplan_cca *a);
+GPUPLAN_API size_t gpuplan_cachealloc_segment_count(const gpuplan_cachealloc *a);
 
 /**
  * Segment i in address order, and up to cap of its blocks in address order.
  * @return GPUPLAN_OK or GPUPLAN_EINVAL (i out of range).
  * @threads ctx
  */
-GPUPLAN_API int gpuplan_cca_segment(gpuplan_cca *a, size_t i,
+GPUPLAN_API int gpuplan_cachealloc_segment(gpuplan_cachealloc *a, size_t i,
                                           gpuplan_segment_info *seg_out,
                                           gpuplan_block_info *blocks, size_t cap);
 
@@ -204,7 +204,7 @@ GPUPLAN_API int gpuplan_cca_segment(gpuplan_cca *a, size_t i,
  * @param[out] out  free with gpuplan_free(ctx, *out).
  * @errors nomem  @threads ctx  @since 0.1.0
  */
-GPUPLAN_API int gpuplan_cca_summary(gpuplan_cca *a, char **out);
+GPUPLAN_API int gpuplan_cachealloc_summary(gpuplan_cachealloc *a, char **out);
 
 /** PyTorch's format_size(): "512 bytes", "2.00 MiB", "1.50 GiB" into buf. */
 GPUPLAN_API void gpuplan_format_size(uint64_t bytes, char *buf, size_t cap);

@@ -14,7 +14,7 @@
 typedef struct cfix {
   counting c;
   gpuplan_ctx *ctx;
-  gpuplan_cca *a;
+  gpuplan_cachealloc *a;
 } cfix;
 
 static int setup(void **state) {
@@ -27,7 +27,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   cfix *f = *state;
-  gpuplan_cca_free(f->a);
+  gpuplan_cachealloc_free(f->a);
   counting_done(&f->c, f->ctx);
   free(f);
   return 0;
@@ -36,23 +36,23 @@ static int teardown(void **state) {
 /* (Re)create the allocator with a conf string and a mock capacity. */
 static void mk(cfix *f, const char *conf, uint64_t capacity) {
   gpuplan_alloc_conf c;
-  gpuplan_cca_free(f->a);
+  gpuplan_cachealloc_free(f->a);
   f->a = NULL;
   assert_int_equal(gpuplan_alloc_conf_parse(f->ctx, conf, GPUPLAN_TORCH_LATEST, &c), GPUPLAN_OK);
-  assert_int_equal(gpuplan_cca_new(f->ctx, &c, capacity, NULL, &f->a), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cachealloc_new(f->ctx, &c, capacity, NULL, &f->a), GPUPLAN_OK);
 }
 
 static uint64_t A(cfix *f, uint64_t size) {
   uint64_t addr = 0;
-  int rc = gpuplan_cca_malloc(f->a, size, 0, &addr);
+  int rc = gpuplan_cachealloc_malloc(f->a, size, 0, &addr);
   if (rc) fprintf(stderr, "malloc(%llu): %s\n", (unsigned long long)size, gpuplan_errmsg(f->ctx));
   assert_int_equal(rc, GPUPLAN_OK);
   return addr;
 }
 
-static void F(cfix *f, uint64_t addr) { assert_int_equal(gpuplan_cca_release(f->a, addr), GPUPLAN_OK); }
+static void F(cfix *f, uint64_t addr) { assert_int_equal(gpuplan_cachealloc_release(f->a, addr), GPUPLAN_OK); }
 
-#define ST(f) gpuplan_cca_stats((f)->a)
+#define ST(f) gpuplan_cachealloc_stats((f)->a)
 #define ALLOC(f) ((uint64_t)ST(f)->allocated_bytes[GPUPLAN_POOL_ALL].current)
 #define RES(f) ((uint64_t)ST(f)->reserved_bytes[GPUPLAN_POOL_ALL].current)
 #define REQ(f) ((uint64_t)ST(f)->requested_bytes[GPUPLAN_POOL_ALL].current)
@@ -115,7 +115,7 @@ static void test_cca__s8_oom_with_free_memory(void **state) {
   x = A(f, 60 * MiB);
   F(f, x);
   A(f, 10 * MiB);
-  assert_int_equal(gpuplan_cca_malloc(f->a, 60 * MiB, 0, &z), GPUPLAN_EOOM);
+  assert_int_equal(gpuplan_cachealloc_malloc(f->a, 60 * MiB, 0, &z), GPUPLAN_EOOM);
   assert_string_equal(gpuplan_errmsg(f->ctx), s8_msg);
   EQ(ST(f)->num_alloc_retries, 1);
   EQ(ST(f)->num_ooms, 1);
@@ -151,15 +151,15 @@ static void test_cca__s9_oversize_reuse_bound(void **state) {
 
 static uint64_t rnd(cfix *f, const char *conf, gpuplan_torch_version v, uint64_t n) {
   gpuplan_alloc_conf c;
-  gpuplan_cca *a = NULL;
+  gpuplan_cachealloc *a = NULL;
   uint64_t addr, got;
   assert_int_equal(gpuplan_alloc_conf_parse(f->ctx, conf, v, &c), GPUPLAN_OK);
-  assert_int_equal(gpuplan_cca_new(f->ctx, &c, 80 * GiB, NULL, &a), GPUPLAN_OK);
-  assert_int_equal(gpuplan_cca_malloc(a, n, 0, &addr), GPUPLAN_OK);
-  got = (uint64_t)gpuplan_cca_stats(a)->allocated_bytes[0].current;
+  assert_int_equal(gpuplan_cachealloc_new(f->ctx, &c, 80 * GiB, NULL, &a), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cachealloc_malloc(a, n, 0, &addr), GPUPLAN_OK);
+  got = (uint64_t)gpuplan_cachealloc_stats(a)->allocated_bytes[0].current;
   /* A large block may be handed out whole (R11); measure the rounding via
    * requested vs a fresh segment's split instead when that happens. */
-  gpuplan_cca_free(a);
+  gpuplan_cachealloc_free(a);
   return got;
 }
 
@@ -193,15 +193,15 @@ static void test_cca__s11_garbage_collection(void **state) {
   assert_int_equal(gpuplan_alloc_conf_parse(f->ctx, "garbage_collection_threshold:0.6",
                                             GPUPLAN_TORCH_LATEST, &c), GPUPLAN_OK);
   c.memory_fraction = 0.5;
-  assert_int_equal(gpuplan_cca_new(f->ctx, &c, 200 * MiB, NULL, &f->a), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cachealloc_new(f->ctx, &c, 200 * MiB, NULL, &f->a), GPUPLAN_OK);
   F(f, A(f, 30 * MiB));
   F(f, A(f, 40 * MiB));
   A(f, 50 * MiB);
   EQ(RES(f), 90 * MiB); EQ(ALLOC(f), 50 * MiB); EQ(ST(f)->num_alloc_retries, 0);
-  gpuplan_cca_free(f->a);
+  gpuplan_cachealloc_free(f->a);
   f->a = NULL;
   c.garbage_collection_threshold = 0;
-  assert_int_equal(gpuplan_cca_new(f->ctx, &c, 200 * MiB, NULL, &f->a), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cachealloc_new(f->ctx, &c, 200 * MiB, NULL, &f->a), GPUPLAN_OK);
   F(f, A(f, 30 * MiB));
   F(f, A(f, 40 * MiB));
   A(f, 50 * MiB);
@@ -231,9 +231,9 @@ static void test_cca__s13_streams(void **state) {
   cfix *f = *state;
   uint64_t a, b;
   mk(f, NULL, 80 * GiB);
-  assert_int_equal(gpuplan_cca_malloc(f->a, 4 * MiB, 1, &a), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cachealloc_malloc(f->a, 4 * MiB, 1, &a), GPUPLAN_OK);
   F(f, a);
-  assert_int_equal(gpuplan_cca_malloc(f->a, 4 * MiB, 2, &b), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cachealloc_malloc(f->a, 4 * MiB, 2, &b), GPUPLAN_OK);
   EQ(RES(f), 40 * MiB); EQ(ALLOC(f), 4 * MiB);
 }
 
@@ -266,7 +266,7 @@ static void test_cca__s15_merging(void **state) {
   EQ(ISPLIT(f), 2); EQ(ISPLITB(f), 16 * MiB);
   F(f, z);
   EQ(ISPLIT(f), 0); EQ(ALLOC(f), 0); EQ(RES(f), 20 * MiB);
-  gpuplan_cca_empty_cache(f->a);
+  gpuplan_cachealloc_empty_cache(f->a);
   EQ(RES(f), 0);
   EQ(ST(f)->num_device_free, 1);
 }
@@ -288,7 +288,7 @@ static void test_cca__s17_oom_shows_segment_size(void **state) {
   uint64_t x;
   mk(f, NULL, 30 * MiB);
   A(f, 20 * MiB);
-  assert_int_equal(gpuplan_cca_malloc(f->a, 5 * MiB, 0, &x), GPUPLAN_EOOM);
+  assert_int_equal(gpuplan_cachealloc_malloc(f->a, 5 * MiB, 0, &x), GPUPLAN_EOOM);
   assert_non_null(strstr(gpuplan_errmsg(f->ctx),
       "Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 30.00 MiB of which 10.00 MiB is "
       "free. Of the allocated memory 20.00 MiB is allocated by PyTorch, and 0 bytes is reserved by "
@@ -317,28 +317,28 @@ static void test_cca__oom_text_versions_and_fraction(void **state) {
   gpuplan_alloc_conf c;
   uint64_t x;
   assert_int_equal(gpuplan_alloc_conf_parse(f->ctx, NULL, GPUPLAN_TORCH_2_0, &c), GPUPLAN_OK);
-  assert_int_equal(gpuplan_cca_new(f->ctx, &c, 30 * MiB, NULL, &f->a), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cachealloc_new(f->ctx, &c, 30 * MiB, NULL, &f->a), GPUPLAN_OK);
   A(f, 20 * MiB);
-  assert_int_equal(gpuplan_cca_malloc(f->a, 5 * MiB, 0, &x), GPUPLAN_EOOM);
+  assert_int_equal(gpuplan_cachealloc_malloc(f->a, 5 * MiB, 0, &x), GPUPLAN_EOOM);
   assert_string_equal(gpuplan_errmsg(f->ctx),
       "CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 30.00 MiB total capacity; 20.00 MiB "
       "already allocated; 10.00 MiB free; 20.00 MiB reserved in total by PyTorch) If reserved "
       "memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See "
       "documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF");
-  gpuplan_cca_free(f->a);
+  gpuplan_cachealloc_free(f->a);
   f->a = NULL;
   assert_int_equal(gpuplan_alloc_conf_parse(f->ctx, NULL, GPUPLAN_TORCH_2_X, &c), GPUPLAN_OK);
   c.memory_fraction = 0.5;
-  assert_int_equal(gpuplan_cca_new(f->ctx, &c, 100 * MiB, NULL, &f->a), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cachealloc_new(f->ctx, &c, 100 * MiB, NULL, &f->a), GPUPLAN_OK);
   A(f, 40 * MiB);
-  assert_int_equal(gpuplan_cca_malloc(f->a, 20 * MiB, 0, &x), GPUPLAN_EOOM);
+  assert_int_equal(gpuplan_cachealloc_malloc(f->a, 20 * MiB, 0, &x), GPUPLAN_EOOM);
   assert_non_null(strstr(gpuplan_errmsg(f->ctx), "of which 60.00 MiB is free. 50.00 MiB allowed; Of"));
   assert_non_null(strstr(gpuplan_errmsg(f->ctx), "Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"));
-  assert_int_equal(gpuplan_cca_malloc(f->a, 1ull << 61, 0, &x), GPUPLAN_EOOM);
+  assert_int_equal(gpuplan_cachealloc_malloc(f->a, 1ull << 61, 0, &x), GPUPLAN_EOOM);
   assert_string_equal(gpuplan_errmsg(f->ctx), "CUDA out of memory. Tried to allocate more than 1EB memory.");
-  assert_int_equal(gpuplan_cca_malloc(f->a, 0, 0, &x), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cachealloc_malloc(f->a, 0, 0, &x), GPUPLAN_OK);
   EQ(x, 0);
-  assert_int_equal(gpuplan_cca_release(f->a, 12345), GPUPLAN_EINVAL);
+  assert_int_equal(gpuplan_cachealloc_release(f->a, 12345), GPUPLAN_EINVAL);
 }
 
 /* E1-E3 (expandable segments, hand-derived in the rules). */
@@ -354,8 +354,8 @@ static void test_cca__e1_expandable_growth(void **state) {
   A(f, 15 * MiB);
   EQ(ALLOC(f), 30 * MiB); EQ(RES(f), 40 * MiB); EQ(ST(f)->num_device_alloc, 2);
   /* The snapshot view: one contiguous mapped range of 40 MiB, 15 + 15 + 10. */
-  EQ(gpuplan_cca_segment_count(f->a), 1);
-  assert_int_equal(gpuplan_cca_segment(f->a, 0, &si, bi, 8), GPUPLAN_OK);
+  EQ(gpuplan_cachealloc_segment_count(f->a), 1);
+  assert_int_equal(gpuplan_cachealloc_segment(f->a, 0, &si, bi, 8), GPUPLAN_OK);
   EQ(si.total_size, 40 * MiB); EQ(si.expandable, 1); EQ(si.nblocks, 3);
   EQ(bi[0].size, 15 * MiB); EQ(bi[1].size, 15 * MiB); EQ(bi[2].size, 10 * MiB); EQ(bi[2].state, 0);
   /* Without expandable segments (S5 twice): 32 MiB allocated, 32 reserved. */
@@ -385,19 +385,19 @@ static void test_cca__e3_expandable_unmap(void **state) {
   y = A(f, 15 * MiB);
   F(f, x);
   F(f, y);
-  gpuplan_cca_empty_cache(f->a);
-  EQ(RES(f), 0); EQ(gpuplan_cca_segment_count(f->a), 0);
+  gpuplan_cachealloc_empty_cache(f->a);
+  EQ(RES(f), 0); EQ(gpuplan_cachealloc_segment_count(f->a), 0);
   mk(f, "expandable_segments:True", 80 * GiB);
   x = A(f, 15 * MiB);
   y = A(f, 15 * MiB);
   F(f, y);
-  gpuplan_cca_empty_cache(f->a);
+  gpuplan_cachealloc_empty_cache(f->a);
   EQ(RES(f), 20 * MiB); EQ(ALLOC(f), 15 * MiB);
   {
     gpuplan_segment_info si;
     gpuplan_block_info bi[4];
-    EQ(gpuplan_cca_segment_count(f->a), 1);
-    assert_int_equal(gpuplan_cca_segment(f->a, 0, &si, bi, 4), GPUPLAN_OK);
+    EQ(gpuplan_cachealloc_segment_count(f->a), 1);
+    assert_int_equal(gpuplan_cachealloc_segment(f->a, 0, &si, bi, 4), GPUPLAN_OK);
     EQ(si.total_size, 20 * MiB); EQ(si.nblocks, 2); EQ(bi[1].size, 5 * MiB); EQ(bi[1].state, 0);
   }
   /* Growing again reuses the released address range. */
@@ -414,7 +414,7 @@ static void test_cca__memory_summary(void **state) {
   mk(f, NULL, 80 * GiB);
   A(f, 1);      /* S1: 512 B in a 2 MiB small segment */
   A(f, 15 * MiB);
-  assert_int_equal(gpuplan_cca_summary(f->a, &text), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cachealloc_summary(f->a, &text), GPUPLAN_OK);
   assert_non_null(strstr(text, "|                  PyTorch CUDA memory summary, device ID 0                 |\n"));
   assert_non_null(strstr(text, "|            CUDA OOMs: 0            |        cudaMalloc retries: 0         |\n"));
   assert_non_null(strstr(text, "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n"));
@@ -477,22 +477,22 @@ static void test_cca__host_oom_sweep(void **state) {
   for (n = 0;; n++) {
     counting c;
     gpuplan_ctx *ctx;
-    gpuplan_cca *a = NULL;
+    gpuplan_cachealloc *a = NULL;
     uint64_t p[8];
     int rc, i, k = 0;
     counting_init(&c);
     ctx = counting_ctx(&c);
     c.calls = 0;
     c.fail_at = n;
-    rc = gpuplan_cca_new(ctx, NULL, 1ull << 34, NULL, &a);
+    rc = gpuplan_cachealloc_new(ctx, NULL, 1ull << 34, NULL, &a);
     for (i = 0; rc == GPUPLAN_OK && i < 8; i++) {
-      rc = gpuplan_cca_malloc(a, (uint64_t)(i + 1) * 3 * MiB + 100, 0, &p[i]);
+      rc = gpuplan_cachealloc_malloc(a, (uint64_t)(i + 1) * 3 * MiB + 100, 0, &p[i]);
       if (rc == GPUPLAN_OK) k++;
     }
-    for (i = 0; i < k; i += 2) gpuplan_cca_release(a, p[i]);
-    if (a) gpuplan_cca_empty_cache(a);
+    for (i = 0; i < k; i += 2) gpuplan_cachealloc_release(a, p[i]);
+    if (a) gpuplan_cachealloc_empty_cache(a);
     assert_true(rc == GPUPLAN_OK || rc == GPUPLAN_ENOMEM);
-    gpuplan_cca_free(a);
+    gpuplan_cachealloc_free(a);
     counting_done(&c, ctx);
     if (c.failures == 0) break;
   }

@@ -1,21 +1,21 @@
 /*
- * gpuplan/sys/device.h: device backends: where a run's memory comes from
+ * gpuplan/backend.h: device backends: where a run's memory comes from
  * and what the hardware says about itself.
  *
- * Two implementations: the mock GPU in sim/ (gpuplan_sim_backend) and a
+ * Two implementations: the mock GPU in sim/ (gpuplan_mock_backend) and a
  * real CUDA device (gpuplan_backend_open_cuda), whose driver is loaded at
  * run time with dlopen, so gpuplan builds and runs on machines with no
  * driver and says so clearly when asked for a device.  Both give device
  * information and a gpuplan_device_ops through which the caching-allocator
  * model (and so a step program or a snapshot replay) allocates for real.
  */
-#ifndef GPUPLAN_SYS_DEVICE_H
-#define GPUPLAN_SYS_DEVICE_H
+#ifndef GPUPLAN_BACKEND_H
+#define GPUPLAN_BACKEND_H
 
-#include "../allocator.h"
-#include "../catalog.h"
-#include "../common.h"
-#include "../ctx.h"
+#include "cachealloc.h"
+#include "catalog.h"
+#include "common.h"
+#include "ctx.h"
 
 GPUPLAN_BEGIN_DECLS
 
@@ -124,7 +124,7 @@ GPUPLAN_API int gpuplan_backend_device_info(gpuplan_backend *b, int dev, gpuplan
                                             gpuplan_device_info *out);
 
 /**
- * Allocations on device dev, for gpuplan_cca_new() or gpuplan_simulate().
+ * Allocations on device dev, for gpuplan_cachealloc_new() or gpuplan_simulate().
  * A real device's malloc never asks the driver for more than is free, and
  * everything still allocated is freed by gpuplan_backend_free().
  * The ops stay valid until the backend is freed.
@@ -151,4 +151,4 @@ GPUPLAN_API int gpuplan_catalog_match_device(gpuplan_catalog *cat, const char *n
 
 GPUPLAN_END_DECLS
 
-#endif /* GPUPLAN_SYS_DEVICE_H */
+#endif /* GPUPLAN_BACKEND_H */

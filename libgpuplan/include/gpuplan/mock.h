@@ -1,5 +1,5 @@
 /*
- * gpuplan/sim.h: the mock GPU (target gpuplan_sim).
+ * gpuplan/mock.h: the mock GPU, part of libgpuplan (CMake also names it gpuplan::sim).
  *
  * Pure-software devices for tests and simulations with no GPU: each has the
  * memory of a catalog SKU (or of a vGPU slice), a CUDA context that is
@@ -9,27 +9,28 @@
  * used = what the process reserved + its CUDA context + other processes.
  *
  * A device plugs under the caching-allocator model through
- * gpuplan_sim_device() (gpuplan_device_ops).  sim/ uses only the public
- * gpuplan headers.
+ * gpuplan_mock_device() (gpuplan_device_ops).  The mock uses only the public
+ * gpuplan API.
  */
-#ifndef GPUPLAN_SIM_H
-#define GPUPLAN_SIM_H
+#ifndef GPUPLAN_MOCK_H
+#define GPUPLAN_MOCK_H
 
 #include "gpuplan.h"
+#include "backend.h"
 
 GPUPLAN_BEGIN_DECLS
 
 /** A set of mock devices. */
-typedef struct gpuplan_sim gpuplan_sim;
+typedef struct gpuplan_mock gpuplan_mock;
 
 /** Driver allocation granularity (bytes). */
-#define GPUPLAN_SIM_GRANULARITY (2u * 1024u * 1024u)
+#define GPUPLAN_MOCK_GRANULARITY (2u * 1024u * 1024u)
 
 /** Create an empty simulation.  @errors nomem  @threads ctx */
-GPUPLAN_API int gpuplan_sim_new(gpuplan_ctx *ctx, gpuplan_sim **out);
+GPUPLAN_API int gpuplan_mock_new(gpuplan_ctx *ctx, gpuplan_mock **out);
 
 /** Free a simulation and its devices.  Accepts NULL. */
-GPUPLAN_API void gpuplan_sim_free(gpuplan_sim *sim);
+GPUPLAN_API void gpuplan_mock_free(gpuplan_mock *sim);
 
 /**
  * Add a device with a SKU's memory.
@@ -38,28 +39,28 @@ GPUPLAN_API void gpuplan_sim_free(gpuplan_sim *sim);
  * @return GPUPLAN_OK, GPUPLAN_EINVAL (context larger than the device),
  *         GPUPLAN_ENOMEM.
  */
-GPUPLAN_API int gpuplan_sim_add_gpu(gpuplan_sim *sim, const gpuplan_gpu *sku,
+GPUPLAN_API int gpuplan_mock_add_gpu(gpuplan_mock *sim, const gpuplan_gpu *sku,
                                     int64_t context_bytes, int *index_out);
 
 /** Add a device of total_bytes (a vGPU slice, a custom card). */
-GPUPLAN_API int gpuplan_sim_add_device(gpuplan_sim *sim, const char *name, uint64_t total_bytes,
+GPUPLAN_API int gpuplan_mock_add_device(gpuplan_mock *sim, const char *name, uint64_t total_bytes,
                                        uint64_t context_bytes, int *index_out);
 
 /** Number of devices. */
-GPUPLAN_API int gpuplan_sim_count(const gpuplan_sim *sim);
+GPUPLAN_API int gpuplan_mock_count(const gpuplan_mock *sim);
 
 /**
  * Memory other processes hold on device dev (they count in nvidia-smi's
  * used and leave less for this process).
  * @return GPUPLAN_OK or GPUPLAN_EINVAL (bad index, more than is free).
  */
-GPUPLAN_API int gpuplan_sim_set_other_processes(gpuplan_sim *sim, int dev, uint64_t bytes);
+GPUPLAN_API int gpuplan_mock_set_other_processes(gpuplan_mock *sim, int dev, uint64_t bytes);
 
-/** The device as gpuplan_device_ops for gpuplan_cca_new(); NULL for a bad index. */
-GPUPLAN_API const gpuplan_device_ops *gpuplan_sim_device(gpuplan_sim *sim, int dev);
+/** The device as gpuplan_device_ops for gpuplan_cachealloc_new(); NULL for a bad index. */
+GPUPLAN_API const gpuplan_device_ops *gpuplan_mock_device(gpuplan_mock *sim, int dev);
 
 /** A device's memory, as cudaMemGetInfo and nvidia-smi see it. */
-typedef struct gpuplan_sim_memory {
+typedef struct gpuplan_mock_memory {
   const char *name;
   uint64_t total;      /**< device memory */
   uint64_t context;    /**< CUDA context of this process */
@@ -69,10 +70,10 @@ typedef struct gpuplan_sim_memory {
   uint64_t free;       /**< cudaMemGetInfo free */
   uint64_t allocations;      /**< live driver allocations */
   uint64_t failed_allocations; /**< cudaMalloc calls refused */
-} gpuplan_sim_memory;
+} gpuplan_mock_memory;
 
 /** Read a device's memory.  @return GPUPLAN_OK or GPUPLAN_EINVAL. */
-GPUPLAN_API int gpuplan_sim_memory_info(const gpuplan_sim *sim, int dev, gpuplan_sim_memory *out);
+GPUPLAN_API int gpuplan_mock_memory_info(const gpuplan_mock *sim, int dev, gpuplan_mock_memory *out);
 
 /* --- telemetry and faults ------------------------------------------------- */
 
@@ -80,7 +81,7 @@ GPUPLAN_API int gpuplan_sim_memory_info(const gpuplan_sim *sim, int dev, gpuplan
  * Faults a mock device can have: the seven GPU problems of the seed
  * article, each with the symptom a real machine shows.
  */
-typedef enum gpuplan_sim_fault {
+typedef enum gpuplan_mock_fault {
   GPUPLAN_FAULT_OOM = 0,         /**< another process holds 95% of the memory: the run OOMs */
   GPUPLAN_FAULT_CUDA_MISMATCH,   /**< the framework has no kernels for this GPU: "no kernel image is available" */
   GPUPLAN_FAULT_GPU_NOT_FOUND,   /**< the driver does not see the GPU: "NVIDIA-SMI has failed ..." */
@@ -89,40 +90,40 @@ typedef enum gpuplan_sim_fault {
   GPUPLAN_FAULT_DATA_STARVATION, /**< the input pipeline cannot keep up: utilisation below 50% */
   GPUPLAN_FAULT_NVLINK_DOWN,     /**< NVLink not detected: topology PHB, TP traffic on PCIe */
   GPUPLAN_FAULT_COUNT
-} gpuplan_sim_fault;
+} gpuplan_mock_fault;
 
 /** "oom", "cuda-mismatch", "gpu-not-found", "ecc", "thermal", "data-starvation", "nvlink-down". */
-GPUPLAN_API const char *gpuplan_sim_fault_name(gpuplan_sim_fault f);
+GPUPLAN_API const char *gpuplan_mock_fault_name(gpuplan_mock_fault f);
 
 /** The fault named s, or -1.  @threads any */
-GPUPLAN_API int gpuplan_sim_fault_parse(const char *s);
+GPUPLAN_API int gpuplan_mock_fault_parse(const char *s);
 
 /**
  * Inject (on != 0) or clear a fault on device dev (-1: every device).
  * @return GPUPLAN_OK or GPUPLAN_EINVAL (bad device or fault).
  */
-GPUPLAN_API int gpuplan_sim_inject(gpuplan_sim *sim, int dev, gpuplan_sim_fault f, int on);
+GPUPLAN_API int gpuplan_mock_inject(gpuplan_mock *sim, int dev, gpuplan_mock_fault f, int on);
 
 /** Whether device dev has fault f. */
-GPUPLAN_API int gpuplan_sim_has_fault(const gpuplan_sim *sim, int dev, gpuplan_sim_fault f);
+GPUPLAN_API int gpuplan_mock_has_fault(const gpuplan_mock *sim, int dev, gpuplan_mock_fault f);
 
 /** What nvidia-smi / NVML would report for a mock device now (the
  * backend's telemetry, plus the mock's own speed and clock). */
-typedef struct gpuplan_sim_telemetry {
+typedef struct gpuplan_mock_telemetry {
   double temperature_c;
   double power_w, power_limit_w;
   int sm_clock_mhz, max_sm_clock_mhz;
   int pstate;                 /**< 0 = P0 (full speed), 2 = P2 (throttled), 8 = idle */
   double gpu_util;            /**< 0..1: time a kernel was running */
   double mem_util;            /**< 0..1: time memory was being read or written */
-  unsigned throttle;          /**< GPUPLAN_THROTTLE_* bits (gpuplan/sys/device.h) */
+  unsigned throttle;          /**< GPUPLAN_THROTTLE_* bits (gpuplan/backend.h) */
   uint64_t ecc_uncorrected;   /**< volatile uncorrected ECC errors */
   uint64_t ecc_corrected;
   int nvlink_links;           /**< NVLink links of the SKU (0 for PCIe cards) */
   int nvlink_up;              /**< links up */
   double speed;               /**< work done per second relative to a healthy device (clock and starvation) */
   double seconds;             /**< simulated time so far */
-} gpuplan_sim_telemetry;
+} gpuplan_mock_telemetry;
 
 /**
  * Run simulated work on device dev for seconds, the GPU busy a fraction
@@ -132,22 +133,22 @@ typedef struct gpuplan_sim_telemetry {
  *         (ECC, CUDA mismatch, GPU not found), with the error text the
  *         framework would print in *message_out (may be NULL).
  */
-GPUPLAN_API int gpuplan_sim_run(gpuplan_sim *sim, int dev, double seconds, double busy,
+GPUPLAN_API int gpuplan_mock_run(gpuplan_mock *sim, int dev, double seconds, double busy,
                                 const char **message_out);
 
 /** A device's telemetry.  @return GPUPLAN_OK or GPUPLAN_EINVAL. */
-GPUPLAN_API int gpuplan_sim_telemetry_read(const gpuplan_sim *sim, int dev, gpuplan_sim_telemetry *out);
+GPUPLAN_API int gpuplan_mock_telemetry_read(const gpuplan_mock *sim, int dev, gpuplan_mock_telemetry *out);
 
-/** The catalog SKU of a device added with gpuplan_sim_add_gpu, else NULL. */
-GPUPLAN_API const gpuplan_gpu *gpuplan_sim_sku(const gpuplan_sim *sim, int dev);
+/** The catalog SKU of a device added with gpuplan_mock_add_gpu, else NULL. */
+GPUPLAN_API const gpuplan_gpu *gpuplan_mock_sku(const gpuplan_mock *sim, int dev);
 
 /**
- * The mock devices as a device backend (gpuplan/sys/device.h): the same
+ * The mock devices as a device backend (gpuplan/backend.h): the same
  * interface as a real CUDA device.  The backend borrows sim, which must
  * outlive it; a GPU-not-found fault makes the backend's driver fail as a
  * machine without a working driver does.
  */
-GPUPLAN_API int gpuplan_sim_backend(gpuplan_sim *sim, gpuplan_backend **out);
+GPUPLAN_API int gpuplan_mock_backend(gpuplan_mock *sim, gpuplan_backend **out);
 
 /**
  * A mock node as tools describe it: spec "SKU[:N]" (N GPUs of a catalog
@@ -159,9 +160,9 @@ GPUPLAN_API int gpuplan_sim_backend(gpuplan_sim *sim, gpuplan_backend **out);
  *         naming the field (sim, faults, load, busy, mem).
  * @threads ctx  @since 0.1.0
  */
-GPUPLAN_API int gpuplan_sim_node(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *spec,
+GPUPLAN_API int gpuplan_mock_node(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *spec,
                                  const char *const *faults, size_t nfaults, double load_s, double busy,
-                                 double mem_fraction, gpuplan_sim **out);
+                                 double mem_fraction, gpuplan_mock **out);
 
 /**
  * gpuplan_simulate() on a mock GPU of the SKU, as `gpuplan simulate` runs
@@ -173,10 +174,10 @@ GPUPLAN_API int gpuplan_sim_node(gpuplan_ctx *ctx, gpuplan_catalog *cat, const c
  *         not fit beside the resident memory.
  * @threads ctx  @since 0.1.0
  */
-GPUPLAN_API int gpuplan_sim_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
-                                     const gpuplan_memory_options *options, const gpuplan_sim_options *so,
-                                     uint64_t other_bytes, gpuplan_sim_result *out);
+GPUPLAN_API int gpuplan_mock_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
+                                     const gpuplan_memory_options *options, const gpuplan_simulate_options *so,
+                                     uint64_t other_bytes, gpuplan_simulate_result *out);
 
 GPUPLAN_END_DECLS
 
-#endif /* GPUPLAN_SIM_H */
+#endif /* GPUPLAN_MOCK_H */

@@ -1,0 +1,252 @@
+/*
+ * kinds_train.c: field descriptions of the planning documents: plan, perf,
+ * search, search-across and simulate (job/cmd_train.c builds them).
+ */
+#include "doc/doc_int.h"
+
+#define S GPUPLAN_VALUE_STRING
+#define I GPUPLAN_VALUE_INT
+#define R GPUPLAN_VALUE_REAL
+#define B GPUPLAN_VALUE_BOOL
+#define A GPUPLAN_VALUE_ARRAY
+#define O GPUPLAN_VALUE_OBJECT
+#define N(arr) arr, sizeof arr / sizeof arr[0]
+
+/* What every planning document starts with: the job as resolved. */
+#define HEAD(kind)                                                                              \
+  {"schema", S, "", "gpuplan." kind "/1"},                                                       \
+  {"model", S, "", "the catalog model id, or the size as given (\"7B\")"},                       \
+  {"model_source", S, "", "catalog, or size (a size plans shape_of's shape scaled to it)"},      \
+  {"shape_of", S, "", "for a size: the catalog model whose shape is scaled"},                    \
+  {"params", R, "parameters", "parameters of the model"},                                        \
+  {"layers", I, "layers", "transformer layers"},                                                 \
+  {"gpu", S, "", "the GPU SKU id (null on a CPU-only node)"},                                    \
+  {"gpu_name", S, "", "the GPU's name"},                                                         \
+  {"gpu_memory_bytes", I, "B", "device memory of one GPU (a vGPU slice's when partitioned)"},     \
+  {"node", S, "", "the catalog node/VM id, or null for a bare GPU"},                             \
+  {"nodes", I, "nodes", "nodes in the cluster"},                                                 \
+  {"gpus", I, "GPUs", "GPUs in the job (tp*pp*dp*cp)"},                                          \
+  {"workload", S, "", "train or infer"},                                                         \
+  {"options", O, "", "the options as resolved"},                                                 \
+  {"options.workload", S, "", "train or infer"},                                                 \
+  {"options.precision", S, "", "training precision recipe"},                                     \
+  {"options.optimizer", S, "", "optimizer"},                                                     \
+  {"options.convention", S, "", "accounting convention (deepspeed, megatron, fsdp, hf)"},        \
+  {"options.grad_bytes", I, "B", "bytes per gradient element; null: the convention's"},          \
+  {"options.recompute", S, "", "activation recomputation"},                                      \
+  {"options.micro_batch", I, "sequences", "sequences per micro-batch"},                          \
+  {"options.seq_len", I, "tokens", "sequence length"},                                           \
+  {"options.grad_accum", I, "micro-batches", "micro-batches per step per pipeline"},             \
+  {"options.flash_attention", B, "", "FlashAttention"},                                          \
+  {"options.dropout", B, "", "dropout masks kept"},                                              \
+  {"options.offload_optimizer", B, "", "optimizer states in host memory"},                       \
+  {"options.offload_params", B, "", "parameter shards in host memory"},                          \
+  {"options.weight_dtype", S, "", "serving: weights' type"},                                     \
+  {"options.kv_dtype", S, "", "serving: KV-cache type"},                                         \
+  {"options.context_len", I, "tokens", "serving: tokens per sequence"},                          \
+  {"options.batch", I, "sequences", "serving: concurrent sequences"},                            \
+  {"options.paged", B, "", "serving: paged KV cache"},                                           \
+  {"options.block_tokens", I, "tokens", "serving: tokens per KV block"},                         \
+  {"options.tp", I, "GPUs", "tensor-parallel degree"},                                           \
+  {"options.pp", I, "stages", "pipeline-parallel degree"},                                       \
+  {"options.dp", I, "replicas", "data-parallel degree"},                                         \
+  {"options.cp", I, "GPUs", "context-parallel degree"},                                          \
+  {"options.ep", I, "GPUs", "expert-parallel degree"},                                           \
+  {"options.sequence_parallel", B, "", "sequence parallelism"},                                  \
+  {"options.dp_mode", S, "", "data-parallel sharding"},                                          \
+  {"options.schedule", S, "", "pipeline schedule"},                                              \
+  {"options.vpp", I, "chunks", "model chunks per stage"},                                        \
+  {"defaults", A, "", "options that were not given and the default that applied"},              \
+  {"defaults[].option", S, "", "the option's name"},                                             \
+  {"defaults[].value", S, "", "the default, in words"}
+
+#define STAGE(p)                                                                                \
+  {p, O, "", "one rank's memory"},                                                               \
+  {p ".stage", I, "", "pipeline stage"},                                                         \
+  {p ".layers", I, "layers", "transformer layers on the stage"},                                 \
+  {p ".microbatches_in_flight", R, "micro-batches", "activations held at once"},                  \
+  {p ".params_rank", R, "parameters", "parameters on this rank before DP sharding"},             \
+  {p ".components", A, "", "memory by component, largest contributors named"},                   \
+  {p ".components[].name", S, "", "component"},                                                  \
+  {p ".components[].bytes", I, "B", "bytes"},                                                    \
+  {p ".components[].formula", S, "", "the formula and its source"},                              \
+  {p ".total_bytes", I, "B", "sum of the components"},                                           \
+  {p ".capacity_bytes", I, "B", "device memory"},                                                \
+  {p ".fits", B, "", "total_bytes <= capacity_bytes"},                                           \
+  {p ".headroom_bytes", I, "B", "capacity - total (negative: short by)"},                        \
+  {p ".host_bytes", I, "B", "offloaded to host memory"},                                         \
+  {p ".kv_bytes_per_token", I, "B", "serving: KV cache per token on this rank"},                 \
+  {p ".kv_waste_bytes", I, "B", "serving: KV reserved but unused"},                              \
+  {p ".max_sequences", I, "sequences", "serving: concurrent sequences that fit"}
+
+static const gpuplan_result_field plan_fields[] = {
+  HEAD("plan"),
+  STAGE("worst"),
+  STAGE("stages[]"),
+  {"stages", A, "", "every pipeline stage (per_rank)"},
+  {"max_gpus", I, "GPUs", "GPUs the fix ladder may use"},
+  {"ladder", A, "", "the fix ladder when it does not fit: cumulative rungs, cheapest first"},
+  {"ladder[].step", I, "", "rung number"},
+  {"ladder[].change", S, "", "what the rung changes"},
+  {"ladder[].gpu", S, "", "the GPU after the rung"},
+  {"ladder[].gpus", I, "GPUs", "GPUs after the rung"},
+  {"ladder[].total_bytes", I, "B", "worst-rank memory after the rung"},
+  {"ladder[].capacity_bytes", I, "B", "device memory after the rung"},
+  {"ladder[].fits", B, "", "the rung fits"},
+};
+static const gpuplan__kind_desc plan_kind = {"plan", 1, "ladder", N(plan_fields)};
+
+#define CLUSTER                                                                                 \
+  {"cluster", O, "", "the cluster modelled"},                                                    \
+  {"cluster.nodes", I, "nodes", "nodes"},                                                        \
+  {"cluster.gpus_per_node", I, "GPUs", "GPUs per node (0: CPU-only)"},                            \
+  {"cluster.gpu", S, "", "GPU SKU"},                                                             \
+  {"cluster.intra", S, "", "fabric inside a node"},                                              \
+  {"cluster.intra_bw_bytes_s", R, "B/s", "per GPU, one direction, inside a node"},               \
+  {"cluster.inter", S, "", "fabric between nodes"},                                              \
+  {"cluster.inter_bw_bytes_s", R, "B/s", "per node, one direction, all NICs together"},          \
+  {"cluster.cpu_flops", R, "FLOP/s", "CPU-only: FP32 vector peak per node"}
+
+#define PRICE                                                                                   \
+  {"currency", S, "", "currency of every cost (ISO 4217), null without a price"},                 \
+  {"price_region", S, "", "region of the price"},                                                \
+  {"price_date", S, "", "date of the price"}
+
+static const gpuplan_result_field perf_fields[] = {
+  HEAD("perf"),
+  {"memory", O, "", "worst-rank memory of the layout"},
+  {"memory.total_bytes", I, "B", "worst-rank total"},
+  {"memory.capacity_bytes", I, "B", "device memory"},
+  {"memory.fits", B, "", "the layout fits"},
+  CLUSTER,
+  {"global_batch", I, "sequences", "sequences per optimizer step"},
+  {"step_s", R, "s", "time of one optimizer step"},
+  {"breakdown_s", O, "s", "the step by part"},
+  {"breakdown_s.compute", R, "s", "GEMMs, attention, elementwise, recompute"},
+  {"breakdown_s.bubble", R, "s", "pipeline bubble"},
+  {"breakdown_s.tp_comm", R, "s", "tensor-parallel collectives, exposed"},
+  {"breakdown_s.cp_comm", R, "s", "context-parallel exchange, exposed"},
+  {"breakdown_s.pp_comm", R, "s", "pipeline send/recv"},
+  {"breakdown_s.dp_comm", R, "s", "data-parallel / ZeRO / FSDP traffic, exposed"},
+  {"breakdown_s.optimizer", R, "s", "optimizer step"},
+  {"tokens_per_s", R, "tokens/s", "throughput of the job"},
+  {"mfu", R, "1", "model FLOPs utilisation"},
+  {"hfu", R, "1", "hardware FLOPs utilisation (with recompute)"},
+  {"peak_flops", R, "FLOP/s", "dense peak of the precision per GPU (per node on CPUs)"},
+  {"model_flops_per_token", R, "FLOP", "3 x forward"},
+  {"model_flops_per_s_per_gpu", R, "FLOP/s", "achieved model FLOP/s per GPU"},
+  {"bytes_per_step_per_gpu", O, "B", "traffic per step per GPU"},
+  {"bytes_per_step_per_gpu.nvlink", R, "B", "over the node fabric"},
+  {"bytes_per_step_per_gpu.pcie", R, "B", "over PCIe"},
+  {"bytes_per_step_per_gpu.network", R, "B", "over the network"},
+  {"cost_per_hour", R, "currency/h", "cluster price per hour (null: unpriced)"},
+  {"cost_per_step", R, "currency", "cost of one step"},
+  {"cost_per_mtok", R, "currency/Mtok", "cost per million tokens"},
+  {"train_tokens", R, "tokens", "tokens to train on (tokens option)"},
+  {"train_seconds", R, "s", "time to train on them"},
+  {"train_cost", R, "currency", "cost to train on them"},
+  PRICE,
+};
+static const gpuplan__kind_desc perf_kind = {"perf", 1, NULL, N(perf_fields)};
+
+#define LAYOUT(p)                                                                               \
+  {p "tp", I, "GPUs", "tensor-parallel degree"},                                                 \
+  {p "pp", I, "stages", "pipeline-parallel degree"},                                             \
+  {p "cp", I, "GPUs", "context-parallel degree"},                                                \
+  {p "dp", I, "replicas", "data-parallel degree"},                                               \
+  {p "vpp", I, "chunks", "interleaving"},                                                        \
+  {p "micro_batch", I, "sequences", "micro-batch"},                                              \
+  {p "recompute", S, "", "recomputation"},                                                       \
+  {p "dp_mode", S, "", "data-parallel sharding"},                                                \
+  {p "sequence_parallel", B, "", "sequence parallelism"}
+
+static const gpuplan_result_field search_fields[] = {
+  HEAD("search"),
+  CLUSTER,
+  {"global_batch", I, "sequences", "sequences per optimizer step"},
+  {"objective", S, "", "time or cost"},
+  {"evaluated", I, "layouts", "layouts evaluated"},
+  {"too_big", I, "layouts", "rejected: do not fit in memory"},
+  {"invalid", I, "layouts", "rejected: divisibility"},
+  {"train_tokens", R, "tokens", "tokens to train on (tokens option)"},
+  {"best", A, "", "the best layouts, best first"},
+  {"best[].rank", I, "", "1 = best"},
+  LAYOUT("best[]."),
+  {"best[].step_s", R, "s", "step time"},
+  {"best[].tokens_per_s", R, "tokens/s", "throughput"},
+  {"best[].mfu", R, "1", "model FLOPs utilisation"},
+  {"best[].memory_bytes", I, "B", "worst-rank memory"},
+  {"best[].cost_per_mtok", R, "currency/Mtok", "cost per million tokens"},
+  {"best[].train_days", R, "days", "days to train on train_tokens"},
+  {"best[].slower_than_first", R, "1", "step time over #1's, minus 1"},
+  {"best[].why", S, "", "what makes it fast or slow"},
+  PRICE,
+};
+static const gpuplan__kind_desc search_kind = {"search", 1, "best", N(search_fields)};
+
+static const gpuplan_result_field across_fields[] = {
+  {"schema", S, "", "gpuplan.search-across/1"},
+  {"model", S, "", "the model id or size as given"},
+  {"model_source", S, "", "catalog or size"},
+  {"params", R, "parameters", "parameters"},
+  {"tokens", R, "tokens", "tokens to train on"},
+  {"days", R, "days", "the deadline"},
+  {"global_batch", I, "sequences", "sequences per step"},
+  {"max_nodes", I, "nodes", "most nodes tried per type"},
+  {"configs", A, "", "every priced node type and count, cheapest first"},
+  {"configs[].node", S, "", "node/VM id"},
+  {"configs[].node_name", S, "", "node/VM name"},
+  {"configs[].nodes", I, "nodes", "nodes"},
+  {"configs[].gpus", I, "GPUs", "GPUs"},
+  {"configs[].days", R, "days", "time to train"},
+  {"configs[].cost", R, "currency", "cost to train"},
+  {"configs[].currency", S, "", "currency of the cost"},
+  {"configs[].meets_deadline", B, "", "days <= the deadline"},
+  LAYOUT("configs[]."),
+  {"configs[].step_s", R, "s", "step time of the best layout"},
+  {"configs[].mfu", R, "1", "its MFU"},
+};
+static const gpuplan__kind_desc across_kind = {"search-across", 1, "configs", N(across_fields)};
+
+static const gpuplan_result_field simulate_fields[] = {
+  HEAD("simulate"),
+  {"steps", I, "steps", "steps completed"},
+  {"steps_requested", I, "steps", "steps asked for"},
+  {"alloc_conf", S, "", "PYTORCH_CUDA_ALLOC_CONF applied"},
+  {"set_to_none", B, "", "zero_grad(set_to_none=True)"},
+  {"ops", I, "", "allocations and frees issued"},
+  {"capacity_bytes", I, "B", "what PyTorch's allocator could get"},
+  {"peak_allocated_bytes", I, "B", "peak of allocated memory"},
+  {"peak_reserved_bytes", I, "B", "peak of reserved (cached) memory"},
+  {"allocated_at_peak_reserved_bytes", I, "B", "allocated when reserved peaked"},
+  {"largest_free_at_peak_bytes", I, "B", "largest cached free block at the peak"},
+  {"total_free_at_peak_bytes", I, "B", "cached free memory at the peak"},
+  {"fragmentation", R, "1", "1 - peak allocated / peak reserved"},
+  {"analytic_bytes", I, "B", "the memory model's total inside the allocator"},
+  {"vs_analytic", R, "1", "peak allocated / analytic - 1"},
+  {"num_alloc_retries", I, "", "cudaMalloc retries after freeing the cache"},
+  {"num_ooms", I, "", "out-of-memory errors"},
+  {"oom", B, "", "the run ended in an OOM"},
+  {"oom_step", I, "", "1-based step of the OOM (0: none)"},
+  {"oom_op", S, "", "the operation that failed"},
+  {"oom_message", S, "", "PyTorch's out-of-memory message"},
+  {"resident_bytes", I, "B", "CUDA context + NCCL + cuBLAS, outside the allocator"},
+  {"other_procs_bytes", I, "B", "memory of other processes"},
+  {"nvidia_smi_used_bytes", I, "B", "what nvidia-smi would show at the peak"},
+  {"snapshot", S, "", "the snapshot file written, if any"},
+  {"on_device", O, "", "the same steps on a real CUDA device (on option)"},
+  {"on_device.device", S, "", "device name"},
+  {"on_device.index", I, "", "device index"},
+  {"on_device.total_bytes", I, "B", "device memory"},
+  {"on_device.free_before_bytes", I, "B", "free before the run"},
+  {"on_device.predicted_peak_reserved_bytes", I, "B", "the mock's peak reserved"},
+  {"on_device.actual_peak_reserved_bytes", I, "B", "the card's peak reserved"},
+  {"on_device.driver_peak_used_bytes", I, "B", "driver-level peak use"},
+  {"on_device.predicted_oom", B, "", "the mock ran out of memory"},
+  {"on_device.actual_oom", B, "", "the card ran out of memory"},
+  {"on_device.actual_oom_op", S, "", "where the card ran out"},
+};
+static const gpuplan__kind_desc simulate_kind = {"simulate", 1, NULL, N(simulate_fields)};
+
+const gpuplan__kind_desc *const gpuplan__kinds_train[] = {&plan_kind, &perf_kind, &search_kind, &across_kind,
+                                                           &simulate_kind, NULL};

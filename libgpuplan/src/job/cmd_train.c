@@ -1,0 +1,784 @@
+/*
+ * cmd_train.c: the planning commands: plan, perf, search (and search
+ * --across) and simulate.  Every rule that turns a job's options into the
+ * model's inputs lives here, once: the model (a name or a size), the GPU or
+ * the node (vGPU slices, CPU-only VMs), the GPU count and layout, the FSDP
+ * convention, explicit fabrics and NICs, and the defaults that applied.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuplan/backend.h"
+#include "gpuplan/mock.h"
+#include "job/job_int.h"
+
+/* A job resolved for the planning commands. */
+typedef struct train_job {
+  gpuplan_jobspec js;            /* model, gpu, node, gpus, options */
+  const char *model_arg;         /* as given ("7B" or a catalog id) */
+  int sized;                     /* the model was a size */
+  int cpu_only;                  /* a CPU-only node (perf only) */
+  const gpuplan_node *cpu_node;
+  const gpuplan_model *cpu_model;
+  int64_t max_gpus;
+} train_job;
+
+static int64_t iopt(const gpuplan_job *j, int id, int64_t dflt) { return gpuplan__job_int(j, JOPT(id), dflt); }
+static int isset(const gpuplan_job *j, int id) { return gpuplan__job_isset(j, JOPT(id)); }
+static const char *sopt(const gpuplan_job *j, int id) { return gpuplan__job_str(j, JOPT(id), NULL); }
+
+/* The job's options onto the memory model's. */
+static int memory_options(gpuplan_job *j, gpuplan_memory_options *o) {
+  gpuplan_memory_options d = GPUPLAN_MEMORY_OPTIONS_INIT;
+  int modes = isset(j, J_ZERO) + isset(j, J_FSDP) + isset(j, J_DP_MODE);
+  *o = d;
+  o->workload = (gpuplan_workload)iopt(j, J_WORKLOAD, GPUPLAN_TRAIN);
+  o->micro_batch = iopt(j, J_MICRO_BATCH, 1);
+  o->seq_len = iopt(j, J_SEQ, 0);
+  o->microbatches = iopt(j, J_GRAD_ACCUM, 0);
+  o->precision = (gpuplan_precision)iopt(j, J_PRECISION, GPUPLAN_PREC_BF16_MIXED);
+  o->optimizer = (gpuplan_optimizer)iopt(j, J_OPTIMIZER, GPUPLAN_OPT_ADAMW);
+  o->grad_bytes = (int)iopt(j, J_GRAD_BYTES, 0);
+  o->recompute = (gpuplan_recompute)iopt(j, J_RECOMPUTE, GPUPLAN_RECOMPUTE_NONE);
+  o->flash_attention = (int)iopt(j, J_FLASH, 1);
+  o->dropout = (int)iopt(j, J_DROPOUT, 1);
+  o->offload_optimizer = (int)iopt(j, J_OFFLOAD_OPTIMIZER, 0);
+  o->offload_params = (int)iopt(j, J_OFFLOAD_PARAMS, 0);
+  o->tp = iopt(j, J_TP, 1);
+  o->pp = iopt(j, J_PP, 1);
+  o->dp = iopt(j, J_DP, 1);
+  o->cp = iopt(j, J_CP, 1);
+  o->ep = iopt(j, J_EP, 1);
+  o->sequence_parallel = (int)iopt(j, J_SP, 0);
+  if (modes > 1)
+    return gpuplan__error(j->ctx, GPUPLAN_EINVAL,
+                          "zero, fsdp, dp_mode: give one way of sharding (zero %s, fsdp %s, dp_mode %s)",
+                          isset(j, J_ZERO) ? "set" : "unset", isset(j, J_FSDP) ? "set" : "unset",
+                          isset(j, J_DP_MODE) ? "set" : "unset");
+  if (isset(j, J_ZERO)) o->dp_mode = (gpuplan_dp_mode)iopt(j, J_ZERO, 0);
+  if (isset(j, J_FSDP)) o->dp_mode = (gpuplan_dp_mode)(GPUPLAN_DP_FSDP_FULL + iopt(j, J_FSDP, 0));
+  if (isset(j, J_DP_MODE)) o->dp_mode = (gpuplan_dp_mode)iopt(j, J_DP_MODE, 0);
+  /* PyTorch FSDP keeps fp32 sharded parameters and gradients: its own
+   * convention, unless the job names another. */
+  if (isset(j, J_CONVENTION)) o->convention = (gpuplan_convention)iopt(j, J_CONVENTION, 0);
+  else if (o->dp_mode >= GPUPLAN_DP_FSDP_FULL) o->convention = GPUPLAN_CONV_FSDP;
+  else o->convention = GPUPLAN_CONV_DEEPSPEED;
+  o->shard_group = iopt(j, J_SHARD_GROUP, 0);
+  o->schedule = (gpuplan_schedule)iopt(j, J_SCHEDULE, GPUPLAN_SCHED_1F1B);
+  o->vpp = iopt(j, J_VPP, 1);
+  o->first_stage_layers = iopt(j, J_FIRST_STAGE_LAYERS, 0);
+  o->last_stage_layers = iopt(j, J_LAST_STAGE_LAYERS, 0);
+  o->prefetch = iopt(j, J_PREFETCH, 1);
+  o->bucket_bytes = iopt(j, J_BUCKET, -1);
+  o->weight_dtype = (gpuplan_dtype)iopt(j, J_WEIGHTS, GPUPLAN_DTYPE_BF16);
+  o->kv_dtype = (gpuplan_dtype)iopt(j, J_KV, GPUPLAN_DTYPE_BF16);
+  o->context_len = iopt(j, J_CONTEXT, 0);
+  o->batch = iopt(j, J_BATCH, 1);
+  o->paged = (int)iopt(j, J_PAGED, 0);
+  o->block_tokens = iopt(j, J_BLOCK, 16);
+  o->group_size = iopt(j, J_GROUP, 128);
+  o->context_bytes = iopt(j, J_CUDA_CONTEXT, -1);
+  o->nccl_bytes = iopt(j, J_NCCL, -1);
+  o->workspace_bytes = iopt(j, J_WORKSPACE, -1);
+  return GPUPLAN_OK;
+}
+
+/* Resolve model, hardware and layout.  cpu_ok: a CPU-only node is allowed (perf). */
+static int resolve(gpuplan_job *j, train_job *t, int cpu_ok) {
+  const char *model = sopt(j, J_MODEL), *gpu = sopt(j, J_GPU), *node = sopt(j, J_NODE);
+  int64_t gpus = iopt(j, J_GPUS, 0), nodes = iopt(j, J_NODES, 1), per_node = iopt(j, J_PER_NODE, 8);
+  double size;
+  int rc;
+  memset(t, 0, sizeof *t);
+  if (!model) return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_MODEL), "a MODEL is required");
+  if (!gpu && !node)
+    return gpuplan__error(j->ctx, GPUPLAN_EINVAL, "gpu, node: needs a GPU SKU (gpu) or a node/VM (node)");
+  if (gpu && node) return gpuplan__error(j->ctx, GPUPLAN_EINVAL, "gpu, node: give a GPU or a node, not both");
+  if (isset(j, J_NODES) && !node)
+    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_NODES), "needs a node (with gpu, use gpus and per_node)");
+  if (isset(j, J_PER_NODE) && node)
+    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_PER_NODE),
+                              "a node has its own GPU count; per_node is for a bare gpu");
+  GPUPLAN_TRY(memory_options(j, &t->js.options));
+  t->model_arg = model;
+  t->sized = gpuplan_parse_size(model, &size);
+  if (node) {
+    const gpuplan_node *n;
+    GPUPLAN_TRY(gpuplan_catalog_node(j->cat, node, &n));
+    if (!n->gpu_id) {
+      if (!cpu_ok)
+        return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_NODE),
+                                  "%s has no GPU (a CPU-only size): only perf models it", n->name);
+      /* A CPU-only VM: one data-parallel rank per node, fp32. */
+      t->cpu_only = 1;
+      t->cpu_node = n;
+      if (t->sized) {
+        GPUPLAN_TRY(gpuplan_catalog_model(j->cat, "llama-2-7b", &t->cpu_model));
+        t->js.options.params_override = size;
+      } else {
+        GPUPLAN_TRY(gpuplan_catalog_model(j->cat, model, &t->cpu_model));
+      }
+      if (t->js.options.tp * t->js.options.pp * t->js.options.cp > 1)
+        return gpuplan__error(j->ctx, GPUPLAN_EINVAL, "tp, pp, cp: a CPU-only cluster runs data parallel only");
+      t->js.options.dp = nodes;
+      t->js.options.precision = GPUPLAN_PREC_FP32;
+      t->js.model = t->cpu_model;
+      t->js.nodes = nodes;
+      t->js.gpus = nodes;
+      snprintf(t->js.model_name, sizeof t->js.model_name, "%s", t->sized ? model : t->cpu_model->id);
+      return GPUPLAN_OK;
+    }
+    if (gpus && gpus > n->gpu_count * nodes)
+      return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_GPUS),
+                                "%lld GPUs do not fit on %lld x %s (%lld GPUs each); raise nodes",
+                                (long long)gpus, (long long)nodes, n->name, (long long)n->gpu_count);
+  }
+  rc = gpuplan_job_resolve(j->ctx, j->cat, model, gpu, node, gpus, nodes, per_node, isset(j, J_DP), &t->js);
+  if (rc) return rc;
+  t->max_gpus = iopt(j, J_MAX_GPUS, t->js.gpus > 8 ? t->js.gpus : 8);
+  return GPUPLAN_OK;
+}
+
+/* The cluster, with explicit fabrics and NICs over what the node or SKU implies. */
+static int cluster_of(gpuplan_job *j, train_job *t, gpuplan_cluster *cl) {
+  const char *intra = sopt(j, J_INTRA), *inter = sopt(j, J_INTER);
+  const gpuplan_fabric *f;
+  if (t->cpu_only) {
+    GPUPLAN_TRY(gpuplan_cluster_from_node(j->ctx, j->cat, t->cpu_node, t->js.nodes, cl));
+  } else {
+    GPUPLAN_TRY(gpuplan_job_cluster(j->ctx, j->cat, &t->js, cl));
+  }
+  if (intra) {
+    GPUPLAN_TRY(gpuplan_catalog_fabric(j->cat, intra, &f));
+    if (strcmp(f->scope, "intra") != 0)
+      return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_INTRA), "%s is a fabric between nodes (scope %s)",
+                                f->id, f->scope);
+    cl->intra_bw_bytes_s = f->bw_bytes_s;
+    cl->intra_latency_s = f->latency_s;
+    cl->intra_name = strcmp(f->kind, "pcie") == 0 ? "pcie" : f->id;
+  }
+  if (inter || isset(j, J_NICS) || isset(j, J_NIC_GBPS)) {
+    double per_nic = cl->inter_bw_bytes_s / (double)cl->gpus_per_node;
+    double n = isset(j, J_NICS) ? (double)iopt(j, J_NICS, 1) : (double)cl->gpus_per_node;
+    if (inter) {
+      GPUPLAN_TRY(gpuplan_catalog_fabric(j->cat, inter, &f));
+      if (strcmp(f->scope, "inter") != 0)
+        return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_INTER), "%s is a fabric inside a node (scope %s)",
+                                  f->id, f->scope);
+      per_nic = f->bw_bytes_s;
+      cl->inter_latency_s = f->latency_s;
+      cl->inter_name = f->id;
+    }
+    if (isset(j, J_NIC_GBPS)) per_nic = gpuplan__job_real(j, JOPT(J_NIC_GBPS), 0) * 1e9 / 8;
+    cl->inter_bw_bytes_s = n * per_nic;
+  }
+  return GPUPLAN_OK;
+}
+
+/* --- document pieces -------------------------------------------------------- */
+
+static const char *model_label(const train_job *t) { return t->js.model_name; }
+
+static void put_options(gpuplan__docb *b, const gpuplan_memory_options *o, const gpuplan_model *m) {
+  gpuplan__doc_obj(b, "options");
+  gpuplan__doc_str(b, "workload", o->workload == GPUPLAN_TRAIN ? "train" : "infer");
+  if (o->workload == GPUPLAN_TRAIN) {
+    gpuplan__doc_str(b, "precision", gpuplan_precision_name(o->precision));
+    gpuplan__doc_str(b, "optimizer", gpuplan_optimizer_name(o->optimizer));
+    gpuplan__doc_str(b, "convention", gpuplan_convention_name(o->convention));
+    if (o->grad_bytes) gpuplan__doc_int(b, "grad_bytes", o->grad_bytes);
+    else gpuplan__doc_null(b, "grad_bytes");
+    gpuplan__doc_str(b, "recompute", gpuplan_recompute_name(o->recompute));
+    gpuplan__doc_int(b, "micro_batch", o->micro_batch);
+    gpuplan__doc_int(b, "seq_len", o->seq_len ? o->seq_len : m->seq_len);
+    gpuplan__doc_int(b, "grad_accum", o->microbatches ? o->microbatches : o->pp);
+    gpuplan__doc_bool(b, "flash_attention", o->flash_attention);
+    gpuplan__doc_bool(b, "dropout", o->dropout);
+    gpuplan__doc_bool(b, "offload_optimizer", o->offload_optimizer);
+    gpuplan__doc_bool(b, "offload_params", o->offload_params);
+  } else {
+    gpuplan__doc_str(b, "weight_dtype", gpuplan_dtype_name(o->weight_dtype));
+    gpuplan__doc_str(b, "kv_dtype", gpuplan_dtype_name(o->kv_dtype));
+    gpuplan__doc_int(b, "context_len",
+                     o->context_len ? o->context_len
+                                    : (isfinite(m->max_seq_len) ? (int64_t)m->max_seq_len : m->seq_len));
+    gpuplan__doc_int(b, "batch", o->batch);
+    gpuplan__doc_bool(b, "paged", o->paged);
+    gpuplan__doc_int(b, "block_tokens", o->block_tokens);
+  }
+  gpuplan__doc_int(b, "tp", o->tp);
+  gpuplan__doc_int(b, "pp", o->pp);
+  gpuplan__doc_int(b, "dp", o->dp);
+  gpuplan__doc_int(b, "cp", o->cp);
+  gpuplan__doc_int(b, "ep", o->ep);
+  gpuplan__doc_bool(b, "sequence_parallel", o->sequence_parallel);
+  gpuplan__doc_str(b, "dp_mode", gpuplan_dp_mode_name(o->dp_mode));
+  gpuplan__doc_str(b, "schedule", gpuplan_schedule_name(o->schedule));
+  gpuplan__doc_int(b, "vpp", o->vpp);
+  gpuplan__doc_end(b);
+}
+
+/* The value an option resolved to, in words. */
+static void resolved_text(int id, const gpuplan_memory_options *o, const gpuplan_model *m, char *buf, size_t cap) {
+  switch (id) {
+  case J_PRECISION: snprintf(buf, cap, "%s", gpuplan_precision_name(o->precision)); break;
+  case J_OPTIMIZER: snprintf(buf, cap, "%s", gpuplan_optimizer_name(o->optimizer)); break;
+  case J_CONVENTION: snprintf(buf, cap, "%s", gpuplan_convention_name(o->convention)); break;
+  case J_MICRO_BATCH: snprintf(buf, cap, "%lld", (long long)o->micro_batch); break;
+  case J_SEQ: snprintf(buf, cap, "%lld (the model's)", (long long)(o->seq_len ? o->seq_len : m->seq_len)); break;
+  case J_GRAD_ACCUM: snprintf(buf, cap, "%lld (pp)", (long long)(o->microbatches ? o->microbatches : o->pp)); break;
+  case J_RECOMPUTE: snprintf(buf, cap, "%s", gpuplan_recompute_name(o->recompute)); break;
+  case J_FLASH: snprintf(buf, cap, "%s", o->flash_attention ? "true" : "false"); break;
+  case J_DROPOUT: snprintf(buf, cap, "%s", o->dropout ? "true" : "false"); break;
+  case J_WEIGHTS: snprintf(buf, cap, "%s", gpuplan_dtype_name(o->weight_dtype)); break;
+  case J_KV: snprintf(buf, cap, "%s", gpuplan_dtype_name(o->kv_dtype)); break;
+  case J_CONTEXT:
+    snprintf(buf, cap, "%lld (the model's maximum)",
+             (long long)(o->context_len ? o->context_len
+                                        : (isfinite(m->max_seq_len) ? (int64_t)m->max_seq_len : m->seq_len)));
+    break;
+  case J_BATCH: snprintf(buf, cap, "%lld", (long long)o->batch); break;
+  case J_PAGED: snprintf(buf, cap, "%s", o->paged ? "true" : "false"); break;
+  default: snprintf(buf, cap, "?"); break;
+  }
+}
+
+/* The defaults that applied, so that no assumption is silent. */
+static void put_defaults(gpuplan__docb *b, gpuplan_job *j, const gpuplan_memory_options *o, const gpuplan_model *m) {
+  static const int train_ids[] = {J_PRECISION, J_OPTIMIZER, J_CONVENTION, J_MICRO_BATCH, J_SEQ, J_GRAD_ACCUM,
+                                  J_RECOMPUTE, J_FLASH, J_DROPOUT};
+  static const int infer_ids[] = {J_WEIGHTS, J_KV, J_CONTEXT, J_BATCH, J_PAGED};
+  const int *ids = o->workload == GPUPLAN_TRAIN ? train_ids : infer_ids;
+  size_t n = o->workload == GPUPLAN_TRAIN ? sizeof train_ids / sizeof *ids : sizeof infer_ids / sizeof *ids, i;
+  char text[96];
+  gpuplan__doc_arr(b, "defaults");
+  for (i = 0; i < n; i++) {
+    const gpuplan_option_info *opt = JOPT(ids[i]);
+    if (gpuplan__job_isset(j, opt)) continue;
+    resolved_text(ids[i], o, m, text, sizeof text);
+    gpuplan__doc_obj(b, NULL);
+    gpuplan__doc_str(b, "option", opt->name);
+    gpuplan__doc_str(b, "value", text);
+    gpuplan__doc_end(b);
+  }
+  gpuplan__doc_end(b);
+}
+
+static void put_head(gpuplan__docb *b, gpuplan_job *j, const train_job *t, double params) {
+  const gpuplan_node *node = t->cpu_only ? t->cpu_node : t->js.node;
+  gpuplan__doc_str(b, "model", model_label(t));
+  gpuplan__doc_str(b, "model_source", t->sized ? "size" : "catalog");
+  if (t->sized) gpuplan__doc_str(b, "shape_of", t->js.model->id);
+  gpuplan__doc_real(b, "params", params);
+  gpuplan__doc_int(b, "layers", t->js.model->layers);
+  if (t->cpu_only) {
+    gpuplan__doc_null(b, "gpu");
+    gpuplan__doc_null(b, "gpu_name");
+    gpuplan__doc_null(b, "gpu_memory_bytes");
+  } else {
+    gpuplan__doc_str(b, "gpu", t->js.gpu->id);
+    gpuplan__doc_str(b, "gpu_name", t->js.gpu->name);
+    gpuplan__doc_uint(b, "gpu_memory_bytes", t->js.gpu->memory_bytes);
+  }
+  gpuplan__doc_str(b, "node", node ? node->id : NULL);
+  gpuplan__doc_int(b, "nodes", node ? t->js.nodes : (t->js.gpus + t->js.per_node - 1) / t->js.per_node);
+  gpuplan__doc_int(b, "gpus", t->js.gpus);
+  gpuplan__doc_str(b, "workload", t->js.options.workload == GPUPLAN_TRAIN ? "train" : "infer");
+  put_options(b, &t->js.options, t->js.model);
+  put_defaults(b, j, &t->js.options, t->js.model);
+}
+
+static void put_stage(gpuplan__docb *b, const char *key, const gpuplan_memory *r) {
+  int i;
+  gpuplan__doc_obj(b, key);
+  gpuplan__doc_int(b, "stage", r->stage);
+  gpuplan__doc_int(b, "layers", r->layers);
+  gpuplan__doc_real(b, "microbatches_in_flight", r->microbatches_in_flight);
+  gpuplan__doc_real(b, "params_rank", r->params_rank);
+  gpuplan__doc_arr(b, "components");
+  for (i = 0; i < GPUPLAN_MEM_COUNT; i++) {
+    if (!r->item[i].bytes) continue;
+    gpuplan__doc_obj(b, NULL);
+    gpuplan__doc_str(b, "name", r->item[i].name);
+    gpuplan__doc_uint(b, "bytes", r->item[i].bytes);
+    gpuplan__doc_str(b, "formula", r->item[i].formula);
+    gpuplan__doc_end(b);
+  }
+  gpuplan__doc_end(b);
+  gpuplan__doc_uint(b, "total_bytes", r->total);
+  gpuplan__doc_uint(b, "capacity_bytes", r->capacity);
+  gpuplan__doc_bool(b, "fits", r->fits);
+  gpuplan__doc_int(b, "headroom_bytes", r->headroom);
+  gpuplan__doc_uint(b, "host_bytes", r->host_bytes);
+  if (r->kv_bytes_per_token) {
+    gpuplan__doc_uint(b, "kv_bytes_per_token", r->kv_bytes_per_token);
+    gpuplan__doc_uint(b, "kv_waste_bytes", r->kv_waste_bytes);
+    gpuplan__doc_int(b, "max_sequences", r->max_sequences);
+  }
+  gpuplan__doc_end(b);
+}
+
+/* --- plan ----------------------------------------------------------------- */
+
+int gpuplan__cmd_plan(gpuplan_job *j, gpuplan_doc **out) {
+  train_job t;
+  gpuplan_memory worst;
+  gpuplan_fix fixes[16];
+  size_t nfix = 0, k;
+  gpuplan__docb *b;
+  int rc;
+  GPUPLAN_TRY(resolve(j, &t, 0));
+  GPUPLAN_TRY(gpuplan_memory_eval(j->ctx, t.js.model, t.js.gpu, &t.js.options, GPUPLAN_STAGE_WORST, &worst));
+  if (!worst.fits)
+    GPUPLAN_TRY(gpuplan_memory_ladder(j->ctx, j->cat, t.js.model, t.js.gpu, &t.js.options, t.max_gpus, fixes,
+                                      sizeof fixes / sizeof fixes[0], &nfix));
+  if (!(b = gpuplan__doc_begin(j->ctx, "plan"))) return gpuplan_errcode(j->ctx);
+  put_head(b, j, &t, worst.params_total);
+  put_stage(b, "worst", &worst);
+  if (iopt(j, J_PER_RANK, 0)) {
+    int64_t s;
+    gpuplan__doc_arr(b, "stages");
+    for (s = 0; s < t.js.options.pp; s++) {
+      gpuplan_memory r;
+      if ((rc = gpuplan_memory_eval(j->ctx, t.js.model, t.js.gpu, &t.js.options, s, &r))) {
+        gpuplan__doc_abort(b);
+        return rc;
+      }
+      put_stage(b, NULL, &r);
+    }
+    gpuplan__doc_end(b);
+  }
+  gpuplan__doc_int(b, "max_gpus", t.max_gpus);
+  gpuplan__doc_arr(b, "ladder");
+  for (k = 0; k < nfix; k++) {
+    gpuplan__doc_obj(b, NULL);
+    gpuplan__doc_int(b, "step", (int64_t)k + 1);
+    gpuplan__doc_str(b, "change", fixes[k].what);
+    gpuplan__doc_str(b, "gpu", fixes[k].gpu->id);
+    gpuplan__doc_int(b, "gpus", fixes[k].gpus);
+    gpuplan__doc_uint(b, "total_bytes", fixes[k].total);
+    gpuplan__doc_uint(b, "capacity_bytes", fixes[k].capacity);
+    gpuplan__doc_bool(b, "fits", fixes[k].fits);
+    gpuplan__doc_end(b);
+  }
+  gpuplan__doc_end(b);
+  return gpuplan__doc_finish(b, out);
+}
+
+/* --- perf ----------------------------------------------------------------- */
+
+static void put_cluster(gpuplan__docb *b, const gpuplan_cluster *cl) {
+  gpuplan__doc_obj(b, "cluster");
+  gpuplan__doc_int(b, "nodes", cl->nodes);
+  gpuplan__doc_int(b, "gpus_per_node", cl->gpu ? cl->gpus_per_node : 0);
+  gpuplan__doc_str(b, "gpu", cl->gpu ? cl->gpu->id : NULL);
+  gpuplan__doc_str(b, "intra", cl->gpu ? cl->intra_name : NULL);
+  gpuplan__doc_real(b, "intra_bw_bytes_s", cl->gpu ? cl->intra_bw_bytes_s : NAN);
+  gpuplan__doc_str(b, "inter", cl->inter_name);
+  gpuplan__doc_real(b, "inter_bw_bytes_s", cl->inter_bw_bytes_s);
+  gpuplan__doc_real(b, "cpu_flops", cl->gpu ? NAN : cl->cpu_flops);
+  gpuplan__doc_end(b);
+}
+
+static void put_price(gpuplan__docb *b, const gpuplan_node *n, double per_hour) {
+  int priced = isfinite(per_hour);
+  gpuplan__doc_str(b, "currency", priced && n && n->currency ? n->currency : NULL);
+  gpuplan__doc_str(b, "price_region", priced && n ? n->price_region : NULL);
+  gpuplan__doc_str(b, "price_date", priced && n ? n->price_date : NULL);
+}
+
+static void put_perf(gpuplan__docb *b, const gpuplan_perf *pf, double tokens) {
+  gpuplan__doc_int(b, "global_batch", pf->global_batch);
+  gpuplan__doc_real(b, "step_s", pf->step_s);
+  gpuplan__doc_obj(b, "breakdown_s");
+  gpuplan__doc_real(b, "compute", pf->compute_s);
+  gpuplan__doc_real(b, "bubble", pf->bubble_s);
+  gpuplan__doc_real(b, "tp_comm", pf->tp_comm_s);
+  gpuplan__doc_real(b, "cp_comm", pf->cp_comm_s);
+  gpuplan__doc_real(b, "pp_comm", pf->pp_comm_s);
+  gpuplan__doc_real(b, "dp_comm", pf->dp_comm_s);
+  gpuplan__doc_real(b, "optimizer", pf->optimizer_s);
+  gpuplan__doc_end(b);
+  gpuplan__doc_real(b, "tokens_per_s", pf->tokens_per_s);
+  gpuplan__doc_real(b, "mfu", pf->mfu);
+  gpuplan__doc_real(b, "hfu", pf->hfu);
+  gpuplan__doc_real(b, "peak_flops", pf->peak_flops);
+  gpuplan__doc_real(b, "model_flops_per_token", pf->model_flops_per_token);
+  gpuplan__doc_real(b, "model_flops_per_s_per_gpu", pf->model_flops_per_s_per_gpu);
+  gpuplan__doc_obj(b, "bytes_per_step_per_gpu");
+  gpuplan__doc_real(b, "nvlink", pf->bytes_nvlink_per_gpu);
+  gpuplan__doc_real(b, "pcie", pf->bytes_pcie_per_gpu);
+  gpuplan__doc_real(b, "network", pf->bytes_network_per_gpu);
+  gpuplan__doc_end(b);
+  gpuplan__doc_real(b, "cost_per_hour", pf->cost_per_hour);
+  gpuplan__doc_real(b, "cost_per_step", pf->cost_per_step);
+  gpuplan__doc_real(b, "cost_per_mtok", pf->cost_per_mtok);
+  gpuplan__doc_real(b, "train_tokens", tokens > 0 ? tokens : NAN);
+  gpuplan__doc_real(b, "train_seconds", tokens > 0 ? pf->train_seconds : NAN);
+  gpuplan__doc_real(b, "train_cost", tokens > 0 ? pf->train_cost : NAN);
+}
+
+int gpuplan__cmd_perf(gpuplan_job *j, gpuplan_doc **out) {
+  train_job t;
+  gpuplan_cluster cl;
+  gpuplan_perf pf;
+  gpuplan_memory worst;
+  gpuplan__docb *b;
+  double tokens = gpuplan__job_real(j, JOPT(J_TOKENS), 0);
+  GPUPLAN_TRY(resolve(j, &t, 1));
+  GPUPLAN_TRY(cluster_of(j, &t, &cl));
+  if (!t.cpu_only)
+    GPUPLAN_TRY(gpuplan_memory_eval(j->ctx, t.js.model, t.js.gpu, &t.js.options, GPUPLAN_STAGE_WORST, &worst));
+  GPUPLAN_TRY(gpuplan_perf_eval(j->ctx, t.js.model, &cl, &t.js.options, iopt(j, J_GLOBAL_BATCH, 0), tokens, NULL,
+                                &pf));
+  if (!(b = gpuplan__doc_begin(j->ctx, "perf"))) return gpuplan_errcode(j->ctx);
+  put_head(b, j, &t, t.cpu_only ? gpuplan_model_params(t.js.model) : worst.params_total);
+  gpuplan__doc_obj(b, "memory");
+  if (t.cpu_only) {
+    gpuplan__doc_null(b, "total_bytes");
+    gpuplan__doc_null(b, "capacity_bytes");
+    gpuplan__doc_null(b, "fits");
+  } else {
+    gpuplan__doc_uint(b, "total_bytes", worst.total);
+    gpuplan__doc_uint(b, "capacity_bytes", worst.capacity);
+    gpuplan__doc_bool(b, "fits", worst.fits);
+  }
+  gpuplan__doc_end(b);
+  put_cluster(b, &cl);
+  put_perf(b, &pf, tokens);
+  put_price(b, t.cpu_only ? t.cpu_node : t.js.node, pf.cost_per_hour);
+  return gpuplan__doc_finish(b, out);
+}
+
+/* --- search --------------------------------------------------------------- */
+
+typedef struct across_row {
+  const gpuplan_node *node;
+  int64_t nodes;
+  gpuplan_candidate best;
+  double seconds, cost;
+} across_row;
+
+static int cmp_across(const void *x, const void *y) {
+  const across_row *a = x, *b = y;
+  return a->cost < b->cost ? -1 : a->cost > b->cost ? 1 : (a->seconds < b->seconds ? -1 : a->seconds > b->seconds);
+}
+
+static void put_layout(gpuplan__docb *b, const gpuplan_memory_options *q) {
+  gpuplan__doc_int(b, "tp", q->tp);
+  gpuplan__doc_int(b, "pp", q->pp);
+  gpuplan__doc_int(b, "cp", q->cp);
+  gpuplan__doc_int(b, "dp", q->dp);
+  gpuplan__doc_int(b, "vpp", q->vpp);
+  gpuplan__doc_int(b, "micro_batch", q->micro_batch);
+  gpuplan__doc_str(b, "recompute", gpuplan_recompute_name(q->recompute));
+  gpuplan__doc_str(b, "dp_mode", gpuplan_dp_mode_name(q->dp_mode));
+  gpuplan__doc_bool(b, "sequence_parallel", q->sequence_parallel);
+}
+
+/* The cheapest node type and count to train on `tokens` within `days`. */
+static int search_across(gpuplan_job *j, gpuplan_doc **out) {
+  const char *model = sopt(j, J_MODEL);
+  const gpuplan_model *m;
+  gpuplan_memory_options o;
+  double size = 0, tokens = gpuplan__job_real(j, JOPT(J_TOKENS), 0), days = gpuplan__job_real(j, JOPT(J_DAYS), 0);
+  int64_t G = iopt(j, J_GLOBAL_BATCH, 0), max_nodes = iopt(j, J_MAX_NODES, 64);
+  across_row *rows;
+  size_t nrows = 0, cap = 1024, i, nn;
+  gpuplan__docb *b;
+  int sized, rc = GPUPLAN_OK;
+  if (!model) return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_MODEL), "a MODEL is required");
+  if (!(tokens > 0) || !(days > 0) || G < 1)
+    return gpuplan__error(j->ctx, GPUPLAN_EINVAL, "tokens, days, global_batch: search across needs all three");
+  if (sopt(j, J_GPU) || sopt(j, J_NODE) || isset(j, J_GPUS))
+    return gpuplan__error(j->ctx, GPUPLAN_EINVAL, "gpu, node, gpus: search across tries every priced node type");
+  GPUPLAN_TRY(memory_options(j, &o));
+  sized = gpuplan_parse_size(model, &size);
+  if (sized) {
+    GPUPLAN_TRY(gpuplan_catalog_model(j->cat, "llama-2-7b", &m));
+    o.params_override = size;
+  } else {
+    GPUPLAN_TRY(gpuplan_catalog_model(j->cat, model, &m));
+  }
+  rows = gpuplan__calloc(j->ctx, cap, sizeof *rows);
+  if (!rows) return gpuplan__nomem(j->ctx);
+  nn = gpuplan_catalog_count(j->cat, GPUPLAN_KIND_NODE);
+  for (i = 0; i < nn; i++) {
+    const gpuplan_node *n = gpuplan_catalog_at(j->cat, GPUPLAN_KIND_NODE, i);
+    int64_t k;
+    if (!n->gpu_id || !isfinite(n->price_per_hour) || n->gpu_fraction < 1) continue;
+    for (k = 1; k <= max_nodes && nrows < cap; k *= 2) {
+      gpuplan_cluster cl;
+      gpuplan_candidate best;
+      size_t nb = 0;
+      if (gpuplan_cluster_from_node(j->ctx, j->cat, n, k, &cl)) continue;
+      if (gpuplan_search(j->ctx, m, &cl, &o, G, GPUPLAN_OBJ_TIME, &best, 1, &nb, NULL, NULL, NULL) || !nb) continue;
+      rows[nrows].node = n;
+      rows[nrows].nodes = k;
+      rows[nrows].best = best;
+      rows[nrows].seconds = tokens / best.perf.tokens_per_s;
+      rows[nrows].cost = rows[nrows].seconds / 3600 * best.perf.cost_per_hour;
+      nrows++;
+    }
+  }
+  gpuplan__clear(j->ctx);
+  qsort(rows, nrows, sizeof *rows, cmp_across);
+  if (!(b = gpuplan__doc_begin(j->ctx, "search-across"))) {
+    gpuplan__free(j->ctx, rows);
+    return gpuplan_errcode(j->ctx);
+  }
+  gpuplan__doc_str(b, "model", sized ? model : m->id);
+  gpuplan__doc_str(b, "model_source", sized ? "size" : "catalog");
+  gpuplan__doc_real(b, "params", o.params_override > 0 ? o.params_override : gpuplan_model_params(m));
+  gpuplan__doc_real(b, "tokens", tokens);
+  gpuplan__doc_real(b, "days", days);
+  gpuplan__doc_int(b, "global_batch", G);
+  gpuplan__doc_int(b, "max_nodes", max_nodes);
+  gpuplan__doc_arr(b, "configs");
+  for (i = 0; i < nrows; i++) {
+    const across_row *r = &rows[i];
+    gpuplan__doc_obj(b, NULL);
+    gpuplan__doc_str(b, "node", r->node->id);
+    gpuplan__doc_str(b, "node_name", r->node->name);
+    gpuplan__doc_int(b, "nodes", r->nodes);
+    gpuplan__doc_int(b, "gpus", r->nodes * r->node->gpu_count);
+    gpuplan__doc_real(b, "days", r->seconds / 86400);
+    gpuplan__doc_real(b, "cost", r->cost);
+    gpuplan__doc_str(b, "currency", r->node->currency);
+    gpuplan__doc_bool(b, "meets_deadline", r->seconds <= days * 86400);
+    put_layout(b, &r->best.options);
+    gpuplan__doc_real(b, "step_s", r->best.perf.step_s);
+    gpuplan__doc_real(b, "mfu", r->best.perf.mfu);
+    gpuplan__doc_end(b);
+  }
+  gpuplan__doc_end(b);
+  gpuplan__free(j->ctx, rows);
+  rc = gpuplan__doc_finish(b, out);
+  return rc;
+}
+
+typedef struct progress_relay {
+  gpuplan_job *job;
+} progress_relay;
+
+static int relay(void *p, uint64_t done, uint64_t total) {
+  progress_relay *r = p;
+  return r->job->progress ? r->job->progress(r->job->progress_payload, done, total) : 0;
+}
+
+int gpuplan__cmd_search(gpuplan_job *j, gpuplan_doc **out) {
+  train_job t;
+  gpuplan_cluster cl;
+  gpuplan_candidate *best;
+  gpuplan_search_stats st;
+  gpuplan__docb *b;
+  progress_relay pr;
+  size_t n = 0, k, top;
+  int64_t G = iopt(j, J_GLOBAL_BATCH, 0);
+  double tokens = gpuplan__job_real(j, JOPT(J_TOKENS), 0);
+  int rc;
+  if (iopt(j, J_ACROSS, 0)) return search_across(j, out);
+  if (isset(j, J_DAYS) || isset(j, J_MAX_NODES))
+    return gpuplan__error(j->ctx, GPUPLAN_EINVAL, "days, max_nodes: only with across");
+  if (G < 1) return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_GLOBAL_BATCH), "search needs a global batch");
+  GPUPLAN_TRY(resolve(j, &t, 0));
+  GPUPLAN_TRY(cluster_of(j, &t, &cl));
+  top = (size_t)iopt(j, J_TOP, 5);
+  best = gpuplan__calloc(j->ctx, top, sizeof *best);
+  if (!best) return gpuplan__nomem(j->ctx);
+  pr.job = j;
+  rc = gpuplan_search(j->ctx, t.js.model, &cl, &t.js.options, G, (gpuplan_objective)iopt(j, J_OBJECTIVE, 0), best,
+                      top, &n, &st, j->progress ? relay : NULL, &pr);
+  if (rc) {
+    gpuplan__free(j->ctx, best);
+    return rc;
+  }
+  if (!(b = gpuplan__doc_begin(j->ctx, "search"))) {
+    gpuplan__free(j->ctx, best);
+    return gpuplan_errcode(j->ctx);
+  }
+  put_head(b, j, &t, t.js.options.params_override > 0 ? t.js.options.params_override
+                                                        : gpuplan_model_params(t.js.model));
+  put_cluster(b, &cl);
+  gpuplan__doc_int(b, "global_batch", G);
+  gpuplan__doc_str(b, "objective", iopt(j, J_OBJECTIVE, 0) ? "cost" : "time");
+  gpuplan__doc_uint(b, "evaluated", st.evaluated);
+  gpuplan__doc_uint(b, "too_big", st.too_big);
+  gpuplan__doc_uint(b, "invalid", st.invalid);
+  gpuplan__doc_real(b, "train_tokens", tokens > 0 ? tokens : NAN);
+  gpuplan__doc_arr(b, "best");
+  for (k = 0; k < n; k++) {
+    const gpuplan_candidate *c = &best[k];
+    gpuplan__doc_obj(b, NULL);
+    gpuplan__doc_int(b, "rank", (int64_t)k + 1);
+    put_layout(b, &c->options);
+    gpuplan__doc_real(b, "step_s", c->perf.step_s);
+    gpuplan__doc_real(b, "tokens_per_s", c->perf.tokens_per_s);
+    gpuplan__doc_real(b, "mfu", c->perf.mfu);
+    gpuplan__doc_uint(b, "memory_bytes", c->memory_bytes);
+    gpuplan__doc_real(b, "cost_per_mtok", c->perf.cost_per_mtok);
+    gpuplan__doc_real(b, "train_days", tokens > 0 ? tokens / c->perf.tokens_per_s / 86400 : NAN);
+    gpuplan__doc_real(b, "slower_than_first", k ? c->perf.step_s / best[0].perf.step_s - 1 : 0.0);
+    gpuplan__doc_str(b, "why", c->why);
+    gpuplan__doc_end(b);
+  }
+  gpuplan__doc_end(b);
+  put_price(b, t.js.node, n ? best[0].perf.cost_per_hour : NAN);
+  gpuplan__free(j->ctx, best);
+  return gpuplan__doc_finish(b, out);
+}
+
+/* --- simulate ------------------------------------------------------------- */
+
+/* A real device, watched: the lowest free memory the driver reported while
+ * the step program ran (the driver-level peak). */
+typedef struct watched {
+  const gpuplan_device_ops *inner;
+  gpuplan_device_ops ops;
+  uint64_t min_free, total;
+} watched;
+
+static void watch_sample(watched *w) {
+  uint64_t f = 0, t = 0;
+  w->inner->mem_info(w->inner->payload, &f, &t);
+  if (f < w->min_free) w->min_free = f;
+  w->total = t;
+}
+static int watch_malloc(void *p, uint64_t size, uint64_t *addr) {
+  watched *w = (watched *)p;
+  int rc = w->inner->malloc(w->inner->payload, size, addr);
+  watch_sample(w);
+  return rc;
+}
+static void watch_free(void *p, uint64_t addr, uint64_t size) {
+  watched *w = (watched *)p;
+  w->inner->free(w->inner->payload, addr, size);
+}
+static void watch_info(void *p, uint64_t *free_out, uint64_t *total_out) {
+  watched *w = (watched *)p;
+  w->inner->mem_info(w->inner->payload, free_out, total_out);
+}
+
+/* on = "cuda" or "cuda:N": the device index, or -1 with an error. */
+static int parse_on(gpuplan_job *j, const char *on) {
+  char *end;
+  long dev = 0;
+  if (strncmp(on, "cuda", 4) != 0 || (on[4] && on[4] != ':'))
+    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_ON), "'%s' is not cuda or cuda:N", on);
+  if (on[4]) {
+    dev = strtol(on + 5, &end, 10);
+    if (end == on + 5 || *end || dev < 0 || dev > 1024)
+      return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_ON), "'%s': N is not a device index 0..1024", on);
+  }
+  return (int)dev;
+}
+
+/* The same steps with real allocations on a CUDA device. */
+static int run_on_device(gpuplan_job *j, train_job *t, const gpuplan_simulate_options *so_in,
+                         const gpuplan_simulate_result *pred, int dev, gpuplan__docb *b) {
+  gpuplan_backend *be = NULL;
+  const gpuplan_device_ops *real;
+  gpuplan_device_info info;
+  gpuplan_simulate_options so = *so_in;
+  gpuplan_simulate_result act;
+  watched w;
+  uint64_t free0, total0;
+  int rc;
+  if (so.alloc_conf && strstr(so.alloc_conf, "expandable_segments:True"))
+    return gpuplan__opt_error(j->ctx, GPUPLAN_EUNSUPPORTED, JOPT(J_ON),
+                              "expandable segments need the driver's virtual memory API, which the CUDA backend "
+                              "does not use yet; run without them");
+  if ((rc = gpuplan_backend_open_cuda(j->ctx, NULL, &be))) {
+    /* no driver here: the machine cannot do it (not a bad option) */
+    char why[512];
+    if (rc != GPUPLAN_ENOTFOUND && rc != GPUPLAN_EINVAL) return rc;
+    snprintf(why, sizeof why, "%s", gpuplan_errmsg(j->ctx));
+    return gpuplan__error(j->ctx, GPUPLAN_EUNSUPPORTED, "%s", why);
+  }
+  if ((rc = gpuplan_backend_device_info(be, dev, j->cat, &info)) ||
+      (rc = gpuplan_backend_device_memory(be, dev, &real))) {
+    gpuplan_backend_free(be);
+    return rc;
+  }
+  memset(&w, 0, sizeof w);
+  w.inner = real;
+  w.ops.malloc = watch_malloc;
+  w.ops.free = watch_free;
+  w.ops.mem_info = watch_info;
+  w.ops.payload = &w;
+  real->mem_info(real->payload, &free0, &total0);
+  w.min_free = free0;
+  so.device = &w.ops;
+  so.snapshot_path = NULL;
+  rc = gpuplan_simulate(j->ctx, t->js.model, t->js.gpu, &t->js.options, &so, &act);
+  gpuplan_backend_free(be); /* frees every allocation left on the card */
+  if (rc) return rc;
+  gpuplan__doc_obj(b, "on_device");
+  gpuplan__doc_str(b, "device", info.name);
+  gpuplan__doc_int(b, "index", dev);
+  gpuplan__doc_uint(b, "total_bytes", total0);
+  gpuplan__doc_uint(b, "free_before_bytes", free0);
+  gpuplan__doc_uint(b, "predicted_peak_reserved_bytes", pred->peak_reserved);
+  gpuplan__doc_uint(b, "actual_peak_reserved_bytes", act.peak_reserved);
+  gpuplan__doc_uint(b, "driver_peak_used_bytes", free0 - w.min_free);
+  gpuplan__doc_bool(b, "predicted_oom", pred->oom);
+  gpuplan__doc_bool(b, "actual_oom", act.oom);
+  gpuplan__doc_str(b, "actual_oom_op", act.oom ? act.oom_op : NULL);
+  gpuplan__doc_end(b);
+  return GPUPLAN_OK;
+}
+
+int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
+  train_job t;
+  gpuplan_simulate_options so = GPUPLAN_SIMULATE_OPTIONS_INIT;
+  gpuplan_simulate_result sr;
+  gpuplan_memory worst;
+  gpuplan__docb *b;
+  uint64_t other = (uint64_t)iopt(j, J_OTHER_PROCS, 0), resident;
+  const char *on = sopt(j, J_ON);
+  int dev = -1, rc;
+  GPUPLAN_TRY(resolve(j, &t, 0));
+  if (on && (dev = parse_on(j, on)) < 0) return dev;
+  so.steps = iopt(j, J_STEPS, 2);
+  so.alloc_conf = sopt(j, J_ALLOC_CONF);
+  so.set_to_none = !iopt(j, J_KEEP_GRADS, 0);
+  so.snapshot_path = sopt(j, J_SNAPSHOT);
+  GPUPLAN_TRY(gpuplan_memory_eval(j->ctx, t.js.model, t.js.gpu, &t.js.options, GPUPLAN_STAGE_WORST, &worst));
+  resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes +
+             worst.item[GPUPLAN_MEM_WORKSPACE].bytes;
+  GPUPLAN_TRY(gpuplan_mock_simulate(j->ctx, t.js.model, t.js.gpu, &t.js.options, &so, other, &sr));
+  if (!(b = gpuplan__doc_begin(j->ctx, "simulate"))) return gpuplan_errcode(j->ctx);
+  put_head(b, j, &t, worst.params_total);
+  gpuplan__doc_int(b, "steps", sr.steps_done);
+  gpuplan__doc_int(b, "steps_requested", so.steps);
+  gpuplan__doc_str(b, "alloc_conf", so.alloc_conf ? so.alloc_conf : "");
+  gpuplan__doc_bool(b, "set_to_none", so.set_to_none);
+  gpuplan__doc_uint(b, "ops", sr.ops);
+  gpuplan__doc_uint(b, "capacity_bytes", sr.capacity);
+  gpuplan__doc_uint(b, "peak_allocated_bytes", sr.peak_allocated);
+  gpuplan__doc_uint(b, "peak_reserved_bytes", sr.peak_reserved);
+  gpuplan__doc_uint(b, "allocated_at_peak_reserved_bytes", sr.allocated_at_peak_reserved);
+  gpuplan__doc_uint(b, "largest_free_at_peak_bytes", sr.largest_free_at_peak);
+  gpuplan__doc_uint(b, "total_free_at_peak_bytes", sr.total_free_at_peak);
+  gpuplan__doc_real(b, "fragmentation", sr.fragmentation);
+  gpuplan__doc_uint(b, "analytic_bytes", sr.analytic_bytes);
+  gpuplan__doc_real(b, "vs_analytic", sr.vs_analytic);
+  gpuplan__doc_int(b, "num_alloc_retries", sr.num_alloc_retries);
+  gpuplan__doc_int(b, "num_ooms", sr.num_ooms);
+  gpuplan__doc_bool(b, "oom", sr.oom);
+  gpuplan__doc_int(b, "oom_step", sr.oom ? sr.oom_step : 0);
+  gpuplan__doc_str(b, "oom_op", sr.oom ? sr.oom_op : NULL);
+  gpuplan__doc_str(b, "oom_message", sr.oom ? sr.oom_message : NULL);
+  gpuplan__doc_uint(b, "resident_bytes", resident);
+  gpuplan__doc_uint(b, "other_procs_bytes", other);
+  gpuplan__doc_uint(b, "nvidia_smi_used_bytes", sr.peak_reserved + resident + other);
+  gpuplan__doc_str(b, "snapshot", so.snapshot_path);
+  if (dev >= 0 && (rc = run_on_device(j, &t, &so, &sr, dev, b))) {
+    gpuplan__doc_abort(b);
+    return rc;
+  }
+  return gpuplan__doc_finish(b, out);
+}

@@ -1,0 +1,133 @@
+/*
+ * job_int.h: the job object, its option table and its commands.  Not installed.
+ *
+ * The option table is one logical table made of sub-tables, one per area
+ * (job_options.c: model, hardware, training, layout, inference, perf,
+ * search, simulate; others next to their commands), so each command's
+ * options live beside its code.  An option is found by name or flag;
+ * values are stored in the job at the option's global index.
+ *
+ * A command is a function that reads the job's options and builds its
+ * document.  Commands declare the kind(s) of document they produce in
+ * schema.c.
+ */
+#ifndef GPUPLAN_JOB_INT_H
+#define GPUPLAN_JOB_INT_H
+
+#include "common/internal.h"
+#include "doc/doc_int.h"
+#include "gpuplan/job.h"
+
+/* Commands, in the order of gpuplan_command_name(). */
+enum {
+  GPUPLAN__CMD_PLAN = 0,
+  GPUPLAN__CMD_PERF,
+  GPUPLAN__CMD_SEARCH,
+  GPUPLAN__CMD_SIMULATE,
+  GPUPLAN__CMD_REPLAY,
+  GPUPLAN__CMD_EXPLAIN,
+  GPUPLAN__CMD_SMI,
+  GPUPLAN__CMD_TOPO,
+  GPUPLAN__CMD_DOCTOR,
+  GPUPLAN__CMD_VALIDATE,
+  GPUPLAN__CMD_CATALOG,
+  GPUPLAN__CMD_VERSION,
+  GPUPLAN__CMD_COUNT
+};
+#define C_PLAN (1u << GPUPLAN__CMD_PLAN)
+#define C_PERF (1u << GPUPLAN__CMD_PERF)
+#define C_SEARCH (1u << GPUPLAN__CMD_SEARCH)
+#define C_SIMULATE (1u << GPUPLAN__CMD_SIMULATE)
+#define C_REPLAY (1u << GPUPLAN__CMD_REPLAY)
+#define C_EXPLAIN (1u << GPUPLAN__CMD_EXPLAIN)
+#define C_SMI (1u << GPUPLAN__CMD_SMI)
+#define C_TOPO (1u << GPUPLAN__CMD_TOPO)
+#define C_DOCTOR (1u << GPUPLAN__CMD_DOCTOR)
+#define C_VALIDATE (1u << GPUPLAN__CMD_VALIDATE)
+#define C_CATALOG (1u << GPUPLAN__CMD_CATALOG)
+#define C_VERSION (1u << GPUPLAN__CMD_VERSION)
+#define C_JOBS (C_PLAN | C_PERF | C_SEARCH | C_SIMULATE)
+
+/* A sub-table of options. */
+typedef struct gpuplan__opt_table {
+  const gpuplan_option_info *opts;
+  size_t n;
+} gpuplan__opt_table;
+
+/* The sub-tables (each defined next to its commands). */
+extern const gpuplan__opt_table gpuplan__opts_job;     /* job_options.c */
+extern const gpuplan__opt_table gpuplan__opts_tools;   /* replay, explain-oom, validate, catalog, version */
+extern const gpuplan__opt_table gpuplan__opts_devices; /* smi, topo, doctor */
+
+/* A list value (GPUPLAN_OPT_LIST). */
+typedef struct gpuplan__optlist {
+  const char *s;
+  struct gpuplan__optlist *next;
+} gpuplan__optlist;
+
+/* A stored option value. */
+typedef struct gpuplan__optval {
+  int set;
+  int64_t i;         /* INT, BOOL, ENUM (the choice's index), BYTES (bytes) */
+  double r;          /* REAL */
+  const char *s;     /* STRING (job-owned copy) */
+  gpuplan__optlist *list, *list_tail; /* LIST */
+} gpuplan__optval;
+
+struct gpuplan_job {
+  gpuplan_ctx *ctx;
+  gpuplan_catalog *cat;
+  gpuplan__arena arena;    /* option strings */
+  size_t nopts;
+  gpuplan__optval *val;
+  gpuplan_job_progress_fn progress;
+  void *progress_payload;
+};
+
+/* Getters by descriptor: the value, or dflt when unset. */
+const gpuplan__optval *gpuplan__job_val(const gpuplan_job *job, const gpuplan_option_info *opt);
+int gpuplan__job_isset(const gpuplan_job *job, const gpuplan_option_info *opt);
+int64_t gpuplan__job_int(const gpuplan_job *job, const gpuplan_option_info *opt, int64_t dflt);
+double gpuplan__job_real(const gpuplan_job *job, const gpuplan_option_info *opt, double dflt);
+const char *gpuplan__job_str(const gpuplan_job *job, const gpuplan_option_info *opt, const char *dflt);
+const gpuplan__optlist *gpuplan__job_list(const gpuplan_job *job, const gpuplan_option_info *opt);
+/* The n-th choice of an ENUM option's choices ("a|b|c"), copied into buf. */
+const char *gpuplan__opt_choice(const gpuplan_option_info *opt, int64_t n, char *buf, size_t cap);
+/* An error about an option: "name: message" (and the CLI flag). */
+int gpuplan__opt_error(gpuplan_ctx *ctx, int code, const gpuplan_option_info *opt, const char *fmt, ...)
+    GPUPLAN_PRINTF(4, 5);
+
+/* The options of job_options.c, by index into gpuplan__opts_job.opts. */
+enum {
+  J_MODEL = 0, J_GPU, J_GPUS, J_NODE, J_NODES, J_PER_NODE,
+  J_WORKLOAD,
+  J_MICRO_BATCH, J_SEQ, J_GRAD_ACCUM, J_PRECISION, J_OPTIMIZER, J_GRAD_BYTES, J_CONVENTION,
+  J_RECOMPUTE, J_FLASH, J_DROPOUT, J_OFFLOAD_OPTIMIZER, J_OFFLOAD_PARAMS,
+  J_TP, J_PP, J_DP, J_CP, J_EP, J_SP, J_ZERO, J_FSDP, J_DP_MODE, J_SHARD_GROUP, J_SCHEDULE, J_VPP,
+  J_FIRST_STAGE_LAYERS, J_LAST_STAGE_LAYERS, J_PREFETCH, J_BUCKET,
+  J_WEIGHTS, J_KV, J_CONTEXT, J_BATCH, J_PAGED, J_BLOCK, J_GROUP,
+  J_CUDA_CONTEXT, J_NCCL, J_WORKSPACE,
+  J_PER_RANK, J_MAX_GPUS,
+  J_GLOBAL_BATCH, J_TOKENS, J_INTRA, J_INTER, J_NICS, J_NIC_GBPS,
+  J_TOP, J_OBJECTIVE, J_ACROSS, J_DAYS, J_MAX_NODES,
+  J_STEPS, J_ALLOC_CONF, J_KEEP_GRADS, J_OTHER_PROCS, J_SNAPSHOT, J_ON,
+  J_COUNT
+};
+#define JOPT(id) (&gpuplan__opts_job.opts[id])
+
+/* Commands. */
+typedef int (*gpuplan__cmd_fn)(gpuplan_job *job, gpuplan_doc **out);
+int gpuplan__cmd_plan(gpuplan_job *job, gpuplan_doc **out);
+int gpuplan__cmd_perf(gpuplan_job *job, gpuplan_doc **out);
+int gpuplan__cmd_search(gpuplan_job *job, gpuplan_doc **out);
+int gpuplan__cmd_simulate(gpuplan_job *job, gpuplan_doc **out);
+int gpuplan__cmd_replay(gpuplan_job *job, gpuplan_doc **out);
+int gpuplan__cmd_explain(gpuplan_job *job, gpuplan_doc **out);
+int gpuplan__cmd_smi(gpuplan_job *job, gpuplan_doc **out);
+int gpuplan__cmd_topo(gpuplan_job *job, gpuplan_doc **out);
+int gpuplan__cmd_doctor(gpuplan_job *job, gpuplan_doc **out);
+int gpuplan__cmd_validate(gpuplan_job *job, gpuplan_doc **out);
+int gpuplan__cmd_catalog(gpuplan_job *job, gpuplan_doc **out);
+int gpuplan__cmd_version(gpuplan_job *job, gpuplan_doc **out);
+
+#endif /* GPUPLAN_JOB_INT_H */
