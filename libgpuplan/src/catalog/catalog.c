@@ -1,8 +1,14 @@
 /*
-#define _POSIX_C_SOURCE 200809L
  * catalog.c: opening catalogs (embedded default, file, file layered over the
  * default), schema migrations, the in-memory snapshot, and imports.
+ *
+ * The default catalog is built at build time (mkimage.c): a SQLite database
+ * image that is deserialized, read-only and in place, and the same rows as
+ * const records, so that opening it runs no SQL and copies no rows.  Files
+ * are read through SQLite, and every column of every row is checked on the
+ * way in (fields.c): a file is outside data.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -57,6 +63,10 @@ static int int_pragma(gpuplan_ctx *ctx, sqlite3 *db, const char *where,
 static int apply_schema(gpuplan_ctx *ctx, sqlite3 *db, const char *where,
                         int from) {
   int v;
+  /* check_schema refuses any other version before it gets here (H1). */
+  if (NEVER(from < 0 || from > schema_latest()))
+    return gpuplan__error(ctx, GPUPLAN_ECATALOG, "catalog %s: no migration from "
+                          "schema version %d", where, from);
   for (v = from; gpuplan__catalog_schema[v].name; v++) {
     int rc = sqlite3_exec(db, gpuplan__catalog_schema[v].text, NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
@@ -69,45 +79,54 @@ static int apply_schema(gpuplan_ctx *ctx, sqlite3 *db, const char *where,
   return GPUPLAN_OK;
 }
 
-static int open_memory(gpuplan_ctx *ctx, sqlite3 **out) {
-  int rc = sqlite3_open_v2(":memory:", out,
+/*
+ * Put the built-in catalog image into schema `name` of db.  The image was
+ * built and checked (schema version, foreign keys, field checks) by
+ * gpuplan_mkimage at build time.
+ *
+ * Alone, the default catalog is never written: the image is used in place,
+ * const data of the library, and SQLITE_DESERIALIZE_READONLY makes SQLite
+ * read its pages where they lie and refuse every write, so casting the const
+ * away is safe and nothing is copied.  Under a layered file the image gets a
+ * private, writable copy, as the schema "base" always was: BEGIN IMMEDIATE
+ * (imports, migrations) takes a write lock on every attached database and
+ * fails on a read-only one.  The authorizer still refuses writes to "base".
+ * The copy is SQLite's own memory (it frees it on close), which the
+ * context's allocator cannot cover (style.md 9.5).
+ */
+static int load_image(gpuplan_ctx *ctx, sqlite3 *db, const char *where,
+                      const char *name, int private_copy) {
+  sqlite3_int64 n = (sqlite3_int64)gpuplan__catalog_image_size;
+  unsigned char *data = (unsigned char *)gpuplan__catalog_image;
+  unsigned flags = SQLITE_DESERIALIZE_READONLY;
+  int rc;
+  if (private_copy) {
+    data = sqlite3_malloc64((sqlite3_uint64)n);
+    if (!data) return gpuplan__nomem(ctx);
+    memcpy(data, gpuplan__catalog_image, (size_t)n);
+    flags = SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE;
+  }
+  /* On failure SQLite frees a FREEONCLOSE buffer itself. */
+  rc = sqlite3_deserialize(db, name, data, n, n, flags);
+  if (rc != SQLITE_OK)
+    return sqlerr(ctx, db, rc, where, "cannot load the built-in catalog image");
+  return GPUPLAN_OK;
+}
+
+/* The embedded default catalog: an in-memory database over the image. */
+static int open_default_db(gpuplan_ctx *ctx, sqlite3 **out) {
+  sqlite3 *db = NULL;
+  int rc = sqlite3_open_v2(":memory:", &db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                                SQLITE_OPEN_NOMUTEX,
                            NULL);
   if (rc != SQLITE_OK) {
-    rc = sqlerr(ctx, *out, rc, "(default)", "cannot open an in-memory database");
-    sqlite3_close(*out);
-    *out = NULL;
+    rc = sqlerr(ctx, db, rc, "(default)", "cannot open an in-memory database");
+    sqlite3_close(db);
     return rc;
   }
-  sqlite3_extended_result_codes(*out, 1);
-  return GPUPLAN_OK;
-}
-
-/* Build the embedded default catalog in a new in-memory database. */
-static int build_default(gpuplan_ctx *ctx, sqlite3 **out) {
-  sqlite3 *db = NULL;
-  int rc, i, bad = 0;
-  GPUPLAN_TRY(open_memory(ctx, &db));
-  rc = exec(ctx, db, "(default)", "PRAGMA foreign_keys=ON; BEGIN");
-  if (rc == GPUPLAN_OK) rc = apply_schema(ctx, db, "(default)", 0);
-  for (i = 0; rc == GPUPLAN_OK && gpuplan__catalog_data[i].name; i++)
-    rc = exec(ctx, db, gpuplan__catalog_data[i].name,
-              gpuplan__catalog_data[i].text);
-  if (rc == GPUPLAN_OK) rc = exec(ctx, db, "(default)", "COMMIT");
-  if (rc == GPUPLAN_OK) {
-    /* The embedded data must be referentially whole. */
-    sqlite3_stmt *st = NULL;
-    int src = sqlite3_prepare_v2(db, "PRAGMA foreign_key_check", -1, &st, NULL);
-    if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) bad = 1;
-    else if (src != SQLITE_DONE)
-      rc = sqlerr(ctx, db, src, "(default)", "foreign key check failed");
-    sqlite3_finalize(st);
-    if (bad)
-      rc = gpuplan__error(ctx, GPUPLAN_ECATALOG,
-                          "catalog (default): embedded data has dangling references");
-  }
+  sqlite3_extended_result_codes(db, 1);
+  rc = load_image(ctx, db, "(default)", "main", 0);
   if (rc != GPUPLAN_OK) {
     sqlite3_close(db);
     return rc;
@@ -138,7 +157,7 @@ static int catalog_alloc(gpuplan_ctx *ctx, const char *path,
 static void snapshot_free(gpuplan_ctx *ctx, gpuplan__snapshot *s) {
   int k;
   for (k = 0; k < GPUPLAN_KIND_COUNT; k++) {
-    gpuplan__free(ctx, s->t[k].recs);
+    if (!s->builtin) gpuplan__free(ctx, s->t[k].recs);
     gpuplan__free(ctx, s->t[k].keys);
   }
   gpuplan__arena_free(&s->arena);
@@ -169,19 +188,43 @@ static int select_sql(gpuplan_catalog *cat, const gpuplan__kind_info *ki,
   return b->failed ? gpuplan__nomem(cat->ctx) : GPUPLAN_OK;
 }
 
+/* Refuse a column that fails its check, naming table, row and column. */
+static int bad_column(gpuplan_catalog *cat, const gpuplan__kind_info *ki,
+                      const gpuplan_field *f, sqlite3_stmt *st, const char *why) {
+  const char *id = sqlite3_column_type(st, 0) == SQLITE_TEXT
+                       ? (const char *)sqlite3_column_text(st, 0)
+                       : NULL;
+  int rc;
+  if (id)
+    rc = gpuplan__error(cat->ctx, GPUPLAN_ECATALOG,
+                        "catalog %s: table %s, row '%s', column %s %s", cat->path,
+                        ki->table, id, f->name, why);
+  else
+    rc = gpuplan__error(cat->ctx, GPUPLAN_ECATALOG,
+                        "catalog %s: table %s, a row without a text id: column %s %s",
+                        cat->path, ki->table, f->name, why);
+  return rc;
+}
+
 static int read_column(gpuplan_catalog *cat, gpuplan__snapshot *s,
-                       const gpuplan__kind_info *ki, const gpuplan_field *f,
-                       sqlite3_stmt *st, int col, char *rec) {
+                       const gpuplan__kind_info *ki, size_t i, sqlite3_stmt *st,
+                       char *rec) {
+  const gpuplan_field *f = &ki->fields[i];
   void *p = rec + f->offset;
-  int null = sqlite3_column_type(st, col) == SQLITE_NULL;
+  int col = (int)i, null;
+  char why[200];
+  if (gpuplan__field_check(f, &ki->checks[i], st, col, why, sizeof why))
+    return bad_column(cat, ki, f, st, why);
+  null = sqlite3_column_type(st, col) == SQLITE_NULL;
   switch (f->type) {
   case GPUPLAN_FIELD_STRING: {
-    const char *txt = (const char *)sqlite3_column_text(st, col);
-    if (!txt) {
-      if (!null) return gpuplan__nomem(cat->ctx);
+    const char *txt;
+    if (null) {
       *(const char **)p = NULL;
       return GPUPLAN_OK;
     }
+    txt = (const char *)sqlite3_column_text(st, col);
+    if (!txt) return gpuplan__nomem(cat->ctx);
     *(const char **)p = gpuplan__arena_strdup(&s->arena, txt);
     if (!*(const char **)p) return gpuplan__nomem(cat->ctx);
     return GPUPLAN_OK;
@@ -189,27 +232,14 @@ static int read_column(gpuplan_catalog *cat, gpuplan__snapshot *s,
   case GPUPLAN_FIELD_INT:
   case GPUPLAN_FIELD_BOOL:
   case GPUPLAN_FIELD_UINT: {
-    sqlite3_int64 v = sqlite3_column_int64(st, col);
-    if (!null && sqlite3_column_type(st, col) != SQLITE_INTEGER) {
-      double d = sqlite3_column_double(st, col);
-      if (d != floor(d) || d < -9.2e18 || d > 9.2e18)
-        return gpuplan__error(cat->ctx, GPUPLAN_ECATALOG,
-                              "catalog %s: %s '%s': field %s must be an integer",
-                              cat->path, ki->label,
-                              (const char *)sqlite3_column_text(st, 0), f->name);
-    }
-    if (f->type == GPUPLAN_FIELD_UINT) {
-      if (v < 0)
-        return gpuplan__error(cat->ctx, GPUPLAN_ECATALOG,
-                              "catalog %s: %s '%s': field %s must not be negative",
-                              cat->path, ki->label,
-                              (const char *)sqlite3_column_text(st, 0), f->name);
+    /* The check made it a whole number in range (or an allowed NULL: 0). */
+    sqlite3_int64 v = null ? 0 : sqlite3_column_int64(st, col);
+    if (f->type == GPUPLAN_FIELD_UINT)
       *(uint64_t *)p = (uint64_t)v;
-    } else if (f->type == GPUPLAN_FIELD_BOOL) {
+    else if (f->type == GPUPLAN_FIELD_BOOL)
       *(int *)p = v != 0;
-    } else {
+    else
       *(int64_t *)p = v;
-    }
     return GPUPLAN_OK;
   }
   case GPUPLAN_FIELD_REAL:
@@ -257,7 +287,7 @@ static int load_table(gpuplan_catalog *cat, gpuplan__snapshot *s,
     rec = (char *)t->recs + t->n * ki->size;
     memset(rec, 0, ki->size);
     for (i = 0; i < ki->nfields; i++) {
-      int r = read_column(cat, s, ki, &ki->fields[i], st, (int)i, rec);
+      int r = read_column(cat, s, ki, i, st, rec);
       if (r) {
         sqlite3_finalize(st);
         return r;
@@ -294,6 +324,14 @@ static int finish_open(gpuplan_catalog *cat, gpuplan_catalog **out) {
   int rc = int_pragma(cat->ctx, cat->db, cat->path, "PRAGMA main.user_version",
                       &cat->schema_version);
   if (rc == GPUPLAN_OK) rc = load_snapshot(cat, &cat->snap);
+  if (rc == GPUPLAN_OK && cat->constraint_error[0]) {
+    gpuplan__error(cat->ctx, GPUPLAN_ECATALOG,
+                   "catalog %s: rows break the schema's constraints (%s); the "
+                   "file was written with them off", cat->path,
+                   cat->constraint_error);
+    gpuplan__error_detail(cat->ctx, SQLITE_CONSTRAINT);
+    rc = GPUPLAN_ECATALOG;
+  }
   if (rc != GPUPLAN_OK) {
     catalog_release(cat);
     return rc;
@@ -303,48 +341,49 @@ static int finish_open(gpuplan_catalog *cat, gpuplan_catalog **out) {
   return GPUPLAN_OK;
 }
 
+/* The built-in records, made and checked at build time: no copy. */
+static int load_builtin(gpuplan_catalog *cat, gpuplan__snapshot *s) {
+  const gpuplan__builtin *b = &gpuplan__catalog_builtin;
+  int k, rc;
+  memset(s, 0, sizeof *s);
+  gpuplan__arena_init(&s->arena, cat->ctx);
+  s->builtin = 1;
+  for (k = 0; k < GPUPLAN_KIND_COUNT; k++) {
+    s->t[k].recs = (void *)b->recs[k]; /* const: snapshot_free skips them */
+    s->t[k].n = b->n[k];
+  }
+  rc = gpuplan__catalog_index_builtin(cat, s);
+  if (rc != GPUPLAN_OK) snapshot_free(cat->ctx, s);
+  return rc;
+}
+
 int gpuplan_catalog_open_default(gpuplan_ctx *ctx, gpuplan_catalog **out) {
   gpuplan_catalog *cat = NULL;
+  int rc;
   if (!out) return GPUPLAN_EMISUSE;
   *out = NULL;
   if (!ctx) return GPUPLAN_EMISUSE;
   GPUPLAN_TRY(catalog_alloc(ctx, "(default)", &cat));
   cat->is_default = 1;
   cat->readonly = 1;
-  {
-    int rc = build_default(ctx, &cat->db);
-    if (rc != GPUPLAN_OK) {
-      catalog_release(cat);
-      return rc;
-    }
+  /* The image's schema version was checked against the schema files by
+   * gpuplan_mkimage; reading it back would cost a statement. */
+  cat->schema_version = gpuplan__catalog_builtin.schema_version;
+  rc = open_default_db(ctx, &cat->db);
+  if (rc == GPUPLAN_OK) rc = load_builtin(cat, &cat->snap);
+  if (rc != GPUPLAN_OK) {
+    catalog_release(cat);
+    return rc;
   }
-  return finish_open(cat, out);
+  gpuplan__clear(ctx);
+  *out = cat;
+  return GPUPLAN_OK;
 }
 
-/* Copy the embedded default catalog into schema "base" of cat->db. */
+/* Attach the built-in catalog, read-only, as schema "base" of cat->db. */
 static int attach_default(gpuplan_catalog *cat) {
-  sqlite3 *def = NULL;
-  sqlite3_backup *bk;
-  int rc;
-  GPUPLAN_TRY(build_default(cat->ctx, &def));
-  rc = exec(cat->ctx, cat->db, cat->path, "ATTACH ':memory:' AS base");
-  if (rc != GPUPLAN_OK) {
-    sqlite3_close(def);
-    return rc;
-  }
-  bk = sqlite3_backup_init(cat->db, "base", def, "main");
-  if (!bk) {
-    rc = sqlerr(cat->ctx, cat->db, sqlite3_errcode(cat->db), cat->path,
-                "cannot layer the default catalog");
-    sqlite3_close(def);
-    return rc;
-  }
-  rc = sqlite3_backup_step(bk, -1);
-  sqlite3_backup_finish(bk);
-  sqlite3_close(def);
-  if (rc != SQLITE_DONE)
-    return sqlerr(cat->ctx, cat->db, rc, cat->path,
-                  "cannot layer the default catalog");
+  GPUPLAN_TRY(exec(cat->ctx, cat->db, cat->path, "ATTACH ':memory:' AS base"));
+  GPUPLAN_TRY(load_image(cat->ctx, cat->db, cat->path, "base", 1));
   cat->layered = 1;
   return GPUPLAN_OK;
 }
@@ -359,6 +398,16 @@ static int check_schema(gpuplan_catalog *cat, unsigned flags) {
   GPUPLAN_TRY(int_pragma(ctx, cat->db, cat->path,
                          "SELECT count(*) FROM main.sqlite_master WHERE type='table'",
                          &ntables));
+  if (version < 0) {
+    /* user_version is any 32-bit integer; a negative one used to index the
+     * migrations backwards (review H1). */
+    gpuplan__error(ctx, GPUPLAN_ECATALOG,
+                   "catalog %s: schema version %d is not valid (a gpuplan "
+                   "catalog has 1 to %d); the file is damaged or not a gpuplan "
+                   "catalog", cat->path, version, latest);
+    gpuplan__error_detail(ctx, SQLITE_CORRUPT);
+    return GPUPLAN_ECATALOG;
+  }
   if (version == 0 && ntables == 0) {
     if (!(flags & GPUPLAN_CATALOG_CREATE) || cat->readonly)
       return gpuplan__error(ctx, GPUPLAN_ECATALOG,
@@ -390,6 +439,31 @@ static int check_schema(gpuplan_catalog *cat, unsigned flags) {
       return rc;
     }
   }
+  /* A catalog name that is a view would run its query at every open (a
+   * recursive one forever): only plain tables are read. */
+  {
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(
+        cat->db,
+        "SELECT name, type FROM main.sqlite_master WHERE type = 'view' AND "
+        "name IN ('gpu','fabric','node','model','alias','catalog_info')",
+        -1, &st, NULL);
+    if (src == SQLITE_OK) src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+      gpuplan__error(ctx, GPUPLAN_ECATALOG,
+                     "catalog %s: '%s' is a %s, not a table", cat->path,
+                     (const char *)sqlite3_column_text(st, 0),
+                     (const char *)sqlite3_column_text(st, 1));
+      sqlite3_finalize(st);
+      return GPUPLAN_ECATALOG;
+    }
+    if (src != SQLITE_DONE) {
+      rc = sqlerr(ctx, cat->db, src, cat->path, "cannot read the schema");
+      sqlite3_finalize(st);
+      return rc;
+    }
+    sqlite3_finalize(st);
+  }
   /* A truncated or damaged file shows here rather than mid-lookup. */
   {
     sqlite3_stmt *st = NULL;
@@ -397,7 +471,13 @@ static int check_schema(gpuplan_catalog *cat, unsigned flags) {
     if (src == SQLITE_OK) src = sqlite3_step(st);
     if (src == SQLITE_ROW) {
       const char *r = (const char *)sqlite3_column_text(st, 0);
-      if (!r || strcmp(r, "ok") != 0) {
+      if (r && (strncmp(r, "CHECK constraint failed", 23) == 0 ||
+                strncmp(r, "NULL value in", 13) == 0)) {
+        /* Rows written with the constraints off, not damage.  The loader
+         * names the row and column when a field check fails too; whatever
+         * it passes is still refused (finish_open). */
+        snprintf(cat->constraint_error, sizeof cat->constraint_error, "%s", r);
+      } else if (!r || strcmp(r, "ok") != 0) {
         gpuplan__error(ctx, GPUPLAN_ECATALOG,
                        "catalog %s: the database is corrupt: %s", cat->path,
                        r ? r : "(no detail)");
@@ -529,10 +609,42 @@ static int authorize(void *payload, int action, const char *a, const char *b,
   }
 }
 
+/*
+ * The work an import may do is bounded by its size (review L12): a few
+ * hundred bytes of SQL must not hold the write lock for ever, as an
+ * unbounded recursive CTE would.  SQLite calls the progress handler every
+ * PROGRESS_OPS virtual-machine instructions; an import gets IMPORT_OPS_BASE
+ * plus IMPORT_OPS_PER_BYTE for each byte of its text.  A row of the shipped
+ * data costs about 2 instructions per byte, so honest imports, including
+ * INSERT ... SELECT over the default rows, stay far inside the bound.
+ */
+#define PROGRESS_OPS 10000
+#define IMPORT_OPS_BASE 20000000ull
+#define IMPORT_OPS_PER_BYTE 1000ull
+
+typedef struct import_budget {
+  unsigned long long left; /* instructions still allowed */
+  unsigned long long used;
+  int tripped;
+} import_budget;
+
+static int on_progress(void *payload) {
+  import_budget *b = payload;
+  b->used += PROGRESS_OPS;
+  if (b->left <= PROGRESS_OPS) {
+    b->tripped = 1;
+    return 1; /* SQLite stops the statement with SQLITE_INTERRUPT */
+  }
+  b->left -= PROGRESS_OPS;
+  return 0;
+}
+
 int gpuplan_catalog_import(gpuplan_catalog *cat, const char *sql) {
   gpuplan_ctx *ctx;
   gpuplan__snapshot fresh;
+  import_budget budget = {0, 0, 0};
   char *err = NULL;
+  size_t len;
   int rc;
 
   if (!cat) return GPUPLAN_EMISUSE;
@@ -547,14 +659,26 @@ int gpuplan_catalog_import(gpuplan_catalog *cat, const char *sql) {
     return gpuplan__error(ctx, GPUPLAN_EUNSUPPORTED,
                           "catalog %s: opened read-only", cat->path);
 
+  len = strlen(sql);
+  budget.left = IMPORT_OPS_BASE + (unsigned long long)len * IMPORT_OPS_PER_BYTE;
   GPUPLAN_TRY(exec(ctx, cat->db, cat->path, "BEGIN IMMEDIATE"));
   sqlite3_set_authorizer(cat->db, authorize, NULL);
+  sqlite3_progress_handler(cat->db, PROGRESS_OPS, on_progress, &budget);
   rc = sqlite3_exec(cat->db, sql, NULL, NULL, &err);
+  sqlite3_progress_handler(cat->db, 0, NULL, NULL);
   sqlite3_set_authorizer(cat->db, NULL, NULL);
   if (rc != SQLITE_OK) {
     int ext = sqlite3_extended_errcode(cat->db);
     if ((rc & 0xff) == SQLITE_NOMEM) {
       gpuplan__nomem(ctx);
+    } else if (budget.tripped) {
+      gpuplan__error(ctx, GPUPLAN_ECATALOG,
+                     "catalog %s: import stopped, nothing written: %zu bytes of "
+                     "SQL ran %llu SQLite instructions, past the bound of %llu "
+                     "for that size (an unbounded recursive query?)",
+                     cat->path, len, budget.used,
+                     IMPORT_OPS_BASE + (unsigned long long)len * IMPORT_OPS_PER_BYTE);
+      gpuplan__error_detail(ctx, ext);
     } else {
       gpuplan__error(ctx, GPUPLAN_ECATALOG,
                      "catalog %s: import failed, nothing written: %s%s",

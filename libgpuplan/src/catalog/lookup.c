@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "catalog/catalog_int.h"
+#include "catalog/embedded.h"
 
 #define KEY_MAX 256
 
@@ -104,13 +105,9 @@ static int kind_from_name(const char *name) {
   return -1;
 }
 
-int gpuplan__catalog_index(gpuplan_catalog *cat, gpuplan__snapshot *s) {
-  size_t cap[GPUPLAN_KIND_COUNT] = {0};
-  sqlite3_stmt *st = NULL;
+/* Checks across fields and records, after every column passed its own. */
+static int check_records(gpuplan_catalog *cat, const gpuplan__snapshot *s) {
   size_t i;
-  int k, rc;
-
-  /* References between records. */
   for (i = 0; i < s->t[GPUPLAN_KIND_NODE].n; i++) {
     const gpuplan_node *n = (const gpuplan_node *)REC(s, GPUPLAN_KIND_NODE, i);
     GPUPLAN_TRY(check_ref(cat, s, "node", n->id, "gpu_id", GPUPLAN_KIND_GPU, n->gpu_id));
@@ -132,7 +129,8 @@ int gpuplan__catalog_index(gpuplan_catalog *cat, gpuplan__snapshot *s) {
   }
   for (i = 0; i < s->t[GPUPLAN_KIND_MODEL].n; i++) {
     const gpuplan_model *m = (const gpuplan_model *)REC(s, GPUPLAN_KIND_MODEL, i);
-    if (m->heads % m->kv_heads != 0)
+    /* The field checks keep kv_heads >= 1; this stays a guard (H2). */
+    if (NEVER(m->kv_heads <= 0) || m->heads % m->kv_heads != 0)
       return gpuplan__error(cat->ctx, GPUPLAN_ECATALOG,
                             "catalog %s: model '%s': heads (%lld) must be a "
                             "multiple of kv_heads (%lld)", cat->path, m->id,
@@ -143,14 +141,49 @@ int gpuplan__catalog_index(gpuplan_catalog *cat, gpuplan__snapshot *s) {
                             "(%lld)", cat->path, m->id, (long long)m->top_k,
                             (long long)m->experts);
   }
+  return GPUPLAN_OK;
+}
 
-  /* ids and names. */
+/* Keys for every record's id and display name. */
+static int add_record_keys(gpuplan_catalog *cat, gpuplan__snapshot *s, size_t *cap) {
+  size_t i;
+  int k;
   for (k = 0; k < GPUPLAN_KIND_COUNT; k++) {
     for (i = 0; i < s->t[k].n; i++) {
       GPUPLAN_TRY(add_key(cat, s, &s->t[k], &cap[k], rec_id(s, k, i), i));
       GPUPLAN_TRY(add_key(cat, s, &s->t[k], &cap[k], rec_name(s, k, i), i));
     }
   }
+  return GPUPLAN_OK;
+}
+
+int gpuplan__catalog_index_builtin(gpuplan_catalog *cat, gpuplan__snapshot *s) {
+  const gpuplan__builtin *b = &gpuplan__catalog_builtin;
+  size_t cap[GPUPLAN_KIND_COUNT] = {0}, i;
+  int k;
+  /* Each kind's keys in one block: two per record, plus its aliases. */
+  for (k = 0; k < GPUPLAN_KIND_COUNT; k++) cap[k] = 2 * s->t[k].n;
+  for (i = 0; i < b->naliases; i++) cap[b->aliases[i].kind]++;
+  for (k = 0; k < GPUPLAN_KIND_COUNT; k++) {
+    if (!cap[k]) continue;
+    s->t[k].keys = gpuplan__malloc(cat->ctx, cap[k] * sizeof *s->t[k].keys);
+    if (!s->t[k].keys) return gpuplan__nomem(cat->ctx);
+  }
+  GPUPLAN_TRY(add_record_keys(cat, s, cap));
+  for (i = 0; i < b->naliases; i++) {
+    const gpuplan__builtin_alias *a = &b->aliases[i];
+    GPUPLAN_TRY(add_key(cat, s, &s->t[a->kind], &cap[a->kind], a->alias, a->rec));
+  }
+  return GPUPLAN_OK;
+}
+
+int gpuplan__catalog_index(gpuplan_catalog *cat, gpuplan__snapshot *s) {
+  size_t cap[GPUPLAN_KIND_COUNT] = {0};
+  sqlite3_stmt *st = NULL;
+  int k, rc;
+
+  GPUPLAN_TRY(check_records(cat, s));
+  GPUPLAN_TRY(add_record_keys(cat, s, cap));
 
   /* Aliases; a user alias overrides a default one with the same name. */
   rc = sqlite3_prepare_v2(
@@ -175,8 +208,12 @@ int gpuplan__catalog_index(gpuplan_catalog *cat, gpuplan__snapshot *s) {
     long rec;
     int r;
     if (!kn || !alias || !target) {
+      int oom = sqlite3_errcode(cat->db) == SQLITE_NOMEM;
       sqlite3_finalize(st);
-      return gpuplan__nomem(cat->ctx);
+      if (oom) return gpuplan__nomem(cat->ctx);
+      return gpuplan__error(cat->ctx, GPUPLAN_ECATALOG,
+                            "catalog %s: table alias: a row has a NULL kind, alias "
+                            "or target", cat->path);
     }
     k = kind_from_name(kn);
     rec = k < 0 ? -1 : find_id(s, k, target);
@@ -227,18 +264,28 @@ static int words_match(const char *q, const char *w) {
   return 1;
 }
 
-/* Optimal-string-alignment distance (edits with adjacent transposition). */
-static size_t osa(const char *a, size_t n, const char *b, size_t m) {
-  size_t i, j;
+/*
+ * Optimal-string-alignment distance (edits with adjacent transposition), or
+ * any value above limit once the distance must exceed it.  Every suggestion
+ * search runs this against each key, and `catalog show` searches the kinds
+ * it does not hit, so it gives up early: a row's minimum never falls by more
+ * than one below the minimum of the two rows before it, so two rows above
+ * limit end the search.
+ */
+static size_t osa(const char *a, size_t n, const char *b, size_t m, size_t limit) {
+  size_t i, j, prevmin = 0;
   /* Three rolling rows, indexed by j; rows are i-2, i-1, i mod 3. */
   size_t rows[3][KEY_MAX + 1];
 
   if (n >= KEY_MAX) n = KEY_MAX - 1;
   if (m >= KEY_MAX) m = KEY_MAX - 1;
+  if ((n > m ? n - m : m - n) > limit) return limit + 1;
   for (j = 0; j <= m; j++) rows[0][j] = j;
   for (i = 1; i <= n; i++) {
     size_t *cur = rows[i % 3], *prev = rows[(i - 1) % 3], *pp = rows[(i + 1) % 3];
+    size_t rowmin;
     cur[0] = i;
+    rowmin = i;
     for (j = 1; j <= m; j++) {
       size_t cost = a[i - 1] != b[j - 1];
       size_t v = prev[j] + 1;
@@ -248,7 +295,10 @@ static size_t osa(const char *a, size_t n, const char *b, size_t m) {
           pp[j - 2] + 1 < v)
         v = pp[j - 2] + 1;
       cur[j] = v;
+      if (v < rowmin) rowmin = v;
     }
+    if (rowmin > limit && prevmin > limit) return limit + 1;
+    prevmin = rowmin;
   }
   return rows[n % 3][m];
 }
@@ -342,9 +392,9 @@ int gpuplan_catalog_find(gpuplan_catalog *cat, gpuplan_kind kind,
     for (i = 0; i < t->nkeys; i++) {
       const char *kn = t->keys[i].norm;
       size_t kl = strlen(kn), d, dp, j, pos;
-      d = osa(norm, qn, kn, kl);
+      d = osa(norm, qn, kn, kl, limit);
       if (kl > qn) {
-        dp = osa(norm, qn, kn, qn) + 1;
+        dp = osa(norm, qn, kn, qn, limit) + 1;
         if (dp < d) d = dp;
       }
       if (d > limit) continue;

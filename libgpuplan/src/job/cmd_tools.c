@@ -18,5 +18,4 @@ int gpuplan__cmd_version(gpuplan_job *job, gpuplan_doc **out) {
   }
 TODO(replay, "replay")
 TODO(explain, "explain-oom")
-TODO(validate, "validate")
 TODO(catalog, "catalog")

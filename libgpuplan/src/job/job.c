@@ -17,6 +17,7 @@ static const gpuplan__opt_table *const tables[] = {
   &gpuplan__opts_job,
   &gpuplan__opts_tools,
   &gpuplan__opts_devices,
+  &gpuplan__opts_validate,
 };
 #define NTABLES (sizeof tables / sizeof tables[0])
 

@@ -58,6 +58,7 @@ typedef struct gpuplan__opt_table {
 extern const gpuplan__opt_table gpuplan__opts_job;     /* job_options.c */
 extern const gpuplan__opt_table gpuplan__opts_tools;   /* replay, explain-oom, validate, catalog, version */
 extern const gpuplan__opt_table gpuplan__opts_devices; /* smi, topo, doctor */
+extern const gpuplan__opt_table gpuplan__opts_validate; /* validate */
 
 /* A list value (GPUPLAN_OPT_LIST). */
 typedef struct gpuplan__optlist {

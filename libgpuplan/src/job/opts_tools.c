@@ -5,7 +5,7 @@
 
 static const gpuplan_option_info opts[] = {
   {"file", "file", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "(required)", "the input file",
-   C_REPLAY | C_VALIDATE, GPUPLAN_OPTF_POSITIONAL, "input"},
+   C_REPLAY, GPUPLAN_OPTF_POSITIONAL, "input"},
 };
 
 const gpuplan__opt_table gpuplan__opts_tools = {opts, sizeof opts / sizeof opts[0]};
