@@ -16,7 +16,7 @@ set(_pickle_includes
     ${PROJECT_BINARY_DIR}/libgpuplan/include)
 
 # CMocka suite: good pickles of every protocol, the bad-input corpus in
-# tests/data/pickle/, the real snapshots in ../shared (skipped when absent),
+# tests/data/pickle/, the real snapshots in tests/data/torch-snapshots,
 # and out-of-memory sweeps.
 add_executable(test_pickle ${CMAKE_CURRENT_LIST_DIR}/unit/test_pickle.c ${_pickle_sources})
 target_include_directories(test_pickle PRIVATE ${_pickle_includes} ${CMOCKA_INCLUDE_DIR})

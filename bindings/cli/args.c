@@ -130,6 +130,24 @@ int cli_parse(cli *c, int cmd, int argc, char **argv, gpuplan_job *job, cli_out 
     snprintf(flag, sizeof flag, "%.*s", (int)(eq ? (size_t)(eq - a - 2) : strlen(a + 2)), a + 2);
     o = find_flag(cmd, flag, &neg, &value_flag);
     if (!o) {
+      /* an unambiguous prefix, as getopt_long takes one (--global for --global-batch) */
+      const gpuplan_option_info *hit = NULL;
+      size_t fl = strlen(flag), nhit = 0;
+      for (k = 0; fl >= 3 && (o = gpuplan_job_option(k)); k++)
+        if (takes(o, cmd) && strncmp(o->flag, flag, fl) == 0) {
+          hit = o;
+          nhit++;
+        }
+      o = NULL;
+      if (nhit == 1) {
+        snprintf(flag, sizeof flag, "%s", hit->flag);
+        o = find_flag(cmd, flag, &neg, &value_flag);
+      } else if (nhit > 1) {
+        return cli_fail(c, EXIT_USAGE, "%s: --%.*s is ambiguous (it begins several flags of %s)", name, (int)fl,
+                        flag, name);
+      }
+    }
+    if (!o) {
       const gpuplan_option_info *any = gpuplan_job_option_find(flag, NULL);
       const char *near = nearest(cmd, flag);
       if (any)
@@ -256,6 +274,7 @@ int cli_run(cli *c, int cmd, int argc, char **argv, const char *usage, const cha
   } else {
     code = render(c, doc);
   }
+  if (!code && doc && c->status) code = c->status(doc);
   gpuplan_doc_free(doc);
   gpuplan_job_free(job);
   c->job = NULL;

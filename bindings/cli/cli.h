@@ -25,6 +25,7 @@ typedef struct cli {
   gpuplan_job *job;          /* the job being parsed/run (cli_run) */
   gpuplan_job_progress_fn progress; /* set by commands that show progress */
   double started;            /* monotonic seconds when the command started */
+  int (*status)(const gpuplan_doc *doc); /* the exit code a document gives (plan --check) */
 } cli;
 
 /* Print "gpuplan: message" on stderr and return code. */

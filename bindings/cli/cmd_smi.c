@@ -1,14 +1,12 @@
 /*
- * cmd_smi.c: gpuplan smi (the nvidia-smi view of real or simulated GPUs)
- * and gpuplan doctor (an environment check with findings and fixes).
- *
- * Real devices come from the CUDA backend (libcuda loaded at run time);
- * without a driver, smi says so as nvidia-smi does.  Simulated devices
- * (--sim SKU[:N]) are mock GPUs with a thermal model, utilisation and
- * injectable faults (--fault NAME[@GPU]): the seven problems of the seed
- * article, each showing its symptom here and its diagnosis in doctor.
+ * cmd_smi.c: gpuplan smi and gpuplan doctor: the library's smi and doctor
+ * commands (gpuplan_job_run), rendered as nvidia-smi and doctor print
+ * them.  nvidia-smi's own argument forms (-q -d, -L, -i, -l, -x,
+ * topo -m, dmon, pmon, nvlink -s/-c) map onto the job's options here;
+ * everything shown comes from the document.
  */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,607 +16,941 @@
 
 #define MiB 1048576.0
 
-typedef struct machine {
-  gpuplan_mock *sim;          /* NULL: the real machine */
-  gpuplan_backend *backend;  /* NULL when the driver could not be opened */
-  int open_rc;               /* why not */
-  char open_msg[640];
-  int ndev;
-  double torch_cuda;         /* the framework's CUDA runtime, e.g. 12.1 */
-} machine;
+enum { V_TABLE = 0, V_QUERY, V_LIST, V_XML, V_TOPO, V_DMON, V_PMON, V_NVLINK_S, V_NVLINK_C, V_ROWS };
 
-typedef struct smi_opts {
-  const char *sim;           /* SKU[:N] */
-  const char *faults[16];
-  int nfaults;
-  double load_s, busy, mem_used;
-  double torch_cuda;
-} smi_opts;
+typedef struct smi_args {
+  int view;            /* V_* */
+  int sub;             /* the subcommand being parsed: 0, V_TOPO, V_DMON, V_PMON, V_NVLINK_S */
+  char display[160];   /* -q -d */
+  char select[32];     /* dmon/pmon -s */
+  double loop_s;       /* -l / -lms: repeat every loop_s seconds */
+  int format_given;    /* --format */
+  int query;           /* --query-gpu / --query-compute-apps */
+  int xml;
+} smi_args;
 
-/* Defaults shared by smi and doctor: a node ten minutes into training. */
-static void smi_defaults(smi_opts *o) {
-  memset(o, 0, sizeof *o);
-  o->load_s = 600;
-  o->busy = 0.95;
-  o->mem_used = 0.87;
-  o->torch_cuda = 12.1;
-}
+/* --- small readers ------------------------------------------------------------- */
 
-static void machine_close(machine *m) {
-  gpuplan_backend_free(m->backend);
-  gpuplan_mock_free(m->sim);
-  memset(m, 0, sizeof *m);
-}
+static const gpuplan_value *at(const gpuplan_value *a, size_t i) { return gpuplan_value_at(a, i); }
+static size_t count(const gpuplan_value *a) { return gpuplan_value_count(a); }
 
-/* Build the machine: the real one, or mock GPUs with faults and a load run. */
-static int machine_open(cli *c, const smi_opts *o, machine *m) {
-  int rc;
-  memset(m, 0, sizeof *m);
-  m->torch_cuda = o->torch_cuda;
-  if (!o->sim) {
-    if ((rc = cli_catalog(c))) return rc; /* to name the SKU a device matches */
-    rc = gpuplan_backend_open_cuda(c->ctx, NULL, &m->backend);
-    if (rc) {
-      m->open_rc = rc;
-      snprintf(m->open_msg, sizeof m->open_msg, "%s", gpuplan_errmsg(c->ctx));
-      m->backend = NULL;
-      return EXIT_OK;
-    }
-    gpuplan_backend_device_count(m->backend, &m->ndev);
-    return EXIT_OK;
-  } else {
-    if ((rc = cli_catalog(c))) return rc;
-    rc = gpuplan_mock_node(c->ctx, c->cat, o->sim, o->faults, (size_t)o->nfaults, o->load_s, o->busy, o->mem_used,
-                          &m->sim);
-    if (rc) return cli_fail(c, rc == GPUPLAN_EINVAL ? EXIT_USAGE : EXIT_RUNTIME, "--sim: %s", gpuplan_errmsg(c->ctx));
-    if ((rc = gpuplan_mock_backend(m->sim, &m->backend))) {
-      machine_close(m);
-      return cli_lib_fail(c, rc);
-    }
-    if ((rc = gpuplan_backend_device_count(m->backend, &m->ndev))) {
-      m->open_rc = rc;
-      snprintf(m->open_msg, sizeof m->open_msg, "%s", gpuplan_errmsg(c->ctx));
-    }
-    return EXIT_OK;
-  }
-}
-
-/* Telemetry of device i through the backend (NVML or the mock's model);
- * 1 when available. */
-static int telemetry(machine *m, int i, gpuplan_device_telemetry *t) {
-  return gpuplan_backend_telemetry(m->backend, i, t) == GPUPLAN_OK;
-}
-
-static const char *driver_string(machine *m, char *buf, size_t cap) {
-  gpuplan_device_telemetry t;
-  if (m->ndev > 0 && telemetry(m, 0, &t) && t.driver_version[0]) snprintf(buf, cap, "%s", t.driver_version);
-  else snprintf(buf, cap, "N/A");
+/* An integer field as text, or na when null. */
+static const char *ifmt(char *buf, size_t cap, const gpuplan_value *v, const char *path, const char *fmt,
+                        const char *na) {
+  if (disnull(v, path)) snprintf(buf, cap, "%s", na);
+  else snprintf(buf, cap, fmt, (long long)llround(dnum(v, path)));
   return buf;
 }
 
-/* Memory as nvidia-smi counts it: what the driver has handed out. */
-static void memory_of(machine *m, int i, const gpuplan_device_info *info, uint64_t *used, uint64_t *others) {
-  *used = info->total_bytes - info->free_bytes;
-  *others = 0;
-  if (m->sim) {
-    gpuplan_mock_memory mem;
-    gpuplan_mock_memory_info(m->sim, i, &mem);
-    *used = mem.used;
-    *others = mem.others;
-  }
+static int driver_major(const gpuplan_value *r) { return atoi(dstr(r, "driver.version")); }
+
+/* --- the table --------------------------------------------------------------------- */
+
+/* Three layouts, as the driver's nvidia-smi draws them: before 530 (79
+ * columns), 530-544 (the 535 branch's, 89), 545 and later (91). */
+typedef struct layout {
+  int left, mid, right, name_w, proc_name_w;
+} layout;
+
+static layout layout_of(int major) {
+  layout l;
+  if (major && major < 530) l = (layout){31, 22, 22, 18, 30};
+  else if (major && major < 545) l = (layout){41, 22, 22, 29, 40};
+  else l = (layout){41, 24, 22, 29, 42};
+  return l;
 }
 
-/* --- the nvidia-smi table ---------------------------------------------------- */
-
-static void smi_table(cli *c, machine *m) {
-  gpuplan_driver_info drv;
-  char dv[32];
+static void rule(const layout *l, char c, char first, char last) {
   int i;
-  gpuplan_backend_driver(m->backend, &drv);
-  driver_string(m, dv, sizeof dv);
-  printf("+-----------------------------------------------------------------------------------------+\n");
-  {
-    char title[160];
-    snprintf(title, sizeof title, "NVIDIA-SMI %s  Driver Version: %s  CUDA Version: %d.%d  %s", dv, dv,
-             drv.cuda_version / 1000, drv.cuda_version % 1000 / 10, m->sim ? "(gpuplan mock)" : "(gpuplan)");
-    printf("| %-87.87s |\n", title);
-  }
-  printf("|-----------------------------------------+------------------------+----------------------|\n");
-  printf("| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |\n");
-  printf("| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |\n");
-  printf("|=========================================+========================+======================|\n");
-  for (i = 0; i < m->ndev; i++) {
-    gpuplan_device_info info;
-    gpuplan_device_telemetry t;
-    char name[40], temp[16] = "  N/A", perf[16] = "N/A", pwr[48] = "N/A", util[16] = "N/A", ecc[24] = "N/A";
-    uint64_t used, others;
-    if (gpuplan_backend_device_info(m->backend, i, c->cat, &info)) continue;
-    snprintf(name, sizeof name, "%.28s", info.name);
-    memory_of(m, i, &info, &used, &others);
-    if (telemetry(m, i, &t)) {
-      if (isfinite(t.temperature_c)) snprintf(temp, sizeof temp, "%3.0fC", t.temperature_c);
-      if (t.pstate >= 0) snprintf(perf, sizeof perf, "P%d", t.pstate);
-      if (isfinite(t.power_w) && isfinite(t.power_limit_w))
-        snprintf(pwr, sizeof pwr, "%4.0fW / %4.0fW", t.power_w, t.power_limit_w);
-      if (isfinite(t.gpu_util)) snprintf(util, sizeof util, "%3.0f%%", 100 * t.gpu_util);
-      if (t.ecc_uncorrected >= 0) snprintf(ecc, sizeof ecc, "%lld", t.ecc_uncorrected);
-    }
-    printf("| %3d  %-28.28s  On   | %-17s  Off | %20s |\n", i, name, info.pci_bus_id, ecc);
-    printf("| N/A  %5s  %-4s %22s | %7.0fMiB / %6.0fMiB | %7s      Default |\n", temp, perf, pwr,
-           (double)used / MiB, (double)info.total_bytes / MiB, util);
-    printf("+-----------------------------------------+------------------------+----------------------+\n");
-  }
-  printf("\n+-----------------------------------------------------------------------------------------+\n");
-  printf("| Processes:                                                                              |\n");
-  printf("|  GPU   PID   Type   Process name                                             GPU Memory |\n");
-  printf("|=========================================================================================|\n");
-  {
-    int any = 0;
-    for (i = 0; m->sim && i < m->ndev; i++) {
-      gpuplan_mock_memory mem;
-      gpuplan_mock_memory_info(m->sim, i, &mem);
-      if (mem.others) {
-        printf("|  %3d  %5d    C   %-56s %8.0fMiB |\n", i, 4242 + i, "python (a process outside this job)",
-               (double)mem.others / MiB);
-        any = 1;
-      }
-    }
-    if (!any) printf("| %-87s |\n", m->sim ? " No running processes found" : " (process list: not read by this build)");
-  }
-  printf("+-----------------------------------------------------------------------------------------+\n");
+  putchar(first);
+  for (i = 0; i < l->left; i++) putchar(c);
+  putchar('+');
+  for (i = 0; i < l->mid; i++) putchar(c);
+  putchar('+');
+  for (i = 0; i < l->right; i++) putchar(c);
+  putchar(last);
+  putchar('\n');
 }
 
-/* --- --query-gpu=... --format=csv --------------------------------------------- */
-
-typedef struct qfield {
-  const char *name, *unit;
-} qfield;
-
-static const qfield qfields[] = {
-  {"index", ""}, {"name", ""}, {"uuid", ""}, {"pci.bus_id", ""}, {"driver_version", ""},
-  {"memory.total", "MiB"}, {"memory.used", "MiB"}, {"memory.free", "MiB"}, {"temperature.gpu", ""},
-  {"utilization.gpu", "%"}, {"utilization.memory", "%"}, {"power.draw", "W"}, {"power.limit", "W"},
-  {"clocks.sm", "MHz"}, {"clocks.max.sm", "MHz"}, {"pstate", ""},
-  {"ecc.errors.uncorrected.volatile.total", ""}, {"ecc.errors.corrected.volatile.total", ""},
-  {"clocks_throttle_reasons.active", ""}, {"compute_cap", ""}, {"gpuplan.sku", ""}, {NULL, NULL}};
-
-static const qfield *qfind(const char *n) {
-  int i;
-  for (i = 0; qfields[i].name; i++)
-    if (strcmp(qfields[i].name, n) == 0) return &qfields[i];
-  return NULL;
+static void full(const layout *l, char c) {
+  int i, w = l->left + l->mid + l->right + 2;
+  putchar(c == '=' ? '|' : '+');
+  for (i = 0; i < w; i++) putchar(c);
+  puts(c == '=' ? "|" : "+");
 }
 
-static int smi_query(cli *c, machine *m, const char *fields, const char *format) {
-  char list[512], *tok, *next;
-  const qfield *q[32];
-  int nq = 0, i, k, header = 1, units = 1;
-  if (!format || strncmp(format, "csv", 3) != 0)
-    return cli_fail(c, EXIT_USAGE, "smi: --query-gpu needs --format=csv[,noheader][,nounits]");
-  header = strstr(format, "noheader") == NULL;
-  units = strstr(format, "nounits") == NULL;
-  snprintf(list, sizeof list, "%s", fields);
-  for (tok = list; tok; tok = next) {
+static void boxed(const layout *l, const char *s) {
+  int w = l->left + l->mid + l->right + 2;
+  printf("|%-*.*s|\n", w, w, s);
+}
+
+static void render_table(const gpuplan_value *r) {
+  const gpuplan_value *gpus = dv(r, "gpus");
+  int major = driver_major(r);
+  layout l = layout_of(major);
+  char line[256], name[160], cell[64], a[32], b[32];
+  size_t i, k, any = 0;
+  int classic = major && major < 530, w = l.left + l.mid + l.right + 2;
+  printf("%s       \n", dstr(r, "timestamp_text"));
+  full(&l, '-');
+  if (classic)
+    snprintf(line, sizeof line, " NVIDIA-SMI %-13sDriver Version: %-13sCUDA Version: %-9s", dstr(r, "driver.version"),
+             dstr(r, "driver.version"), dstr(r, "driver.cuda_version"));
+  else
+    snprintf(line, sizeof line, " NVIDIA-SMI %-23sDriver Version: %-*sCUDA Version: %-9s",
+             disnull(r, "driver.version") ? "N/A" : dstr(r, "driver.version"), l.mid == 24 ? 15 : 13,
+             disnull(r, "driver.version") ? "N/A" : dstr(r, "driver.version"), dstr(r, "driver.cuda_version"));
+  boxed(&l, line);
+  rule(&l, '-', '|', '+');
+  if (classic) {
+    printf("| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |\n");
+    printf("| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |\n");
+  } else {
+    printf("| GPU  Name                 Persistence-M | Bus-Id        %*sDisp.A | Volatile Uncorr. ECC |\n",
+           l.mid - 22, "");
+    printf("| Fan  Temp   Perf          Pwr:Usage/Cap | %*sMemory-Usage | GPU-Util  Compute M. |\n", l.mid - 14, "");
+  }
+  printf("|%*s|%*s|%*s|\n", l.left, "", l.mid, "", l.right, "MIG M. ");
+  rule(&l, '=', '|', '|');
+  for (i = 0; i < count(gpus); i++) {
+    const gpuplan_value *g = at(gpus, i);
+    char pm[8], ecc[24], fan[12], temp[12], perf[8], pwr[40], mem[96], util[12], mig[16];
+    term_safe(dstr(g, "name"), name, sizeof name);
+    if (classic && strlen(name) > 18) snprintf(name + 15, sizeof name - 15, "...");
+    snprintf(pm, sizeof pm, "%s", disnull(g, "persistence_mode") ? "N/A" : dbool(g, "persistence_mode") ? "On" : "Off");
+    if (dbool(g, "lost")) snprintf(ecc, sizeof ecc, "ERR!");
+    else ifmt(ecc, sizeof ecc, g, "ecc.volatile_uncorrected", "%lld", "N/A");
+    ifmt(fan, sizeof fan, g, "fan_speed", "%lld", "N/A");
+    if (!disnull(g, "fan_speed")) snprintf(fan, sizeof fan, "%.0f%%", 100 * dnum(g, "fan_speed"));
+    ifmt(temp, sizeof temp, g, "temperature.gpu_c", "%lldC", "N/A");
+    ifmt(perf, sizeof perf, g, "pstate", "P%lld", "N/A");
+    if (disnull(g, "power.draw_w") || disnull(g, "power.limit_w")) snprintf(pwr, sizeof pwr, "N/A");
+    else if (l.mid == 24)
+      snprintf(pwr, sizeof pwr, "%.0fW / %4.0fW", dnum(g, "power.draw_w"), dnum(g, "power.limit_w"));
+    else
+      snprintf(pwr, sizeof pwr, "%.0fW / %.0fW", dnum(g, "power.draw_w"), dnum(g, "power.limit_w"));
+    snprintf(a, sizeof a, "%.0fMiB", dnum(g, "memory.used_bytes") / MiB);
+    snprintf(b, sizeof b, "%.0fMiB", dnum(g, "memory.total_bytes") / MiB);
+    if (l.mid == 24) snprintf(mem, sizeof mem, "%11s / %9s ", a, b);
+    else snprintf(mem, sizeof mem, "%10s / %8s ", a, b);
+    if (disnull(g, "utilization.gpu")) snprintf(util, sizeof util, "N/A");
+    else snprintf(util, sizeof util, "%.0f%%", 100 * dnum(g, "utilization.gpu"));
+    snprintf(mig, sizeof mig, "%s", disnull(g, "mig_mode") ? "N/A" : dbool(g, "mig_mode") ? "Enabled" : "Disabled");
+    if (classic) {
+      printf("| %3lld  %-18.18s  %-3s  | %-16s %3s | %20s |\n", (long long)dint(g, "index"), name, pm,
+             dstr(g, "pci_bus_id"), "Off", ecc);
+      printf("| %3s  %4s    %-3s%13s |%s| %7s %12s |\n", fan, temp, perf, pwr, mem, util,
+             dbool(g, "lost") ? "ERR!" : disnull(g, "compute_mode") ? "N/A" : dstr(g, "compute_mode"));
+    } else {
+      printf("| %3lld  %-29.29s  %-3s |%*s%-16s %3s | %20s |\n", (long long)dint(g, "index"), name, pm,
+             l.mid == 24 ? 3 : 1, "", dstr(g, "pci_bus_id"), "Off", ecc);
+      printf("| %3s  %4s    %-3s%23s |%s| %7s %12s |\n", fan, temp, perf, pwr, mem, util,
+             dbool(g, "lost") ? "ERR!" : disnull(g, "compute_mode") ? "N/A" : dstr(g, "compute_mode"));
+    }
+    snprintf(cell, sizeof cell, "%s ", mig);
+    printf("|%*s|%*s|%*s|\n", l.left, "", l.mid, "", l.right, cell);
+    rule(&l, '-', '+', '+');
+  }
+  printf("%*s\n", w + 2, "");
+  full(&l, '-');
+  boxed(&l, " Processes:");
+  snprintf(line, sizeof line, "  GPU   GI   CI        PID   Type   Process name%*sGPU Memory ", l.proc_name_w - 12, "");
+  boxed(&l, line);
+  snprintf(line, sizeof line, "        ID   ID%*sUsage      ", l.proc_name_w + 21, "");
+  boxed(&l, line);
+  full(&l, '=');
+  for (i = 0; i < count(gpus); i++) {
+    const gpuplan_value *g = at(gpus, i), *ps = dv(g, "processes");
+    for (k = 0; k < count(ps); k++) {
+      const gpuplan_value *p = at(ps, k);
+      char mb[32];
+      term_safe(dstr(p, "name"), name, sizeof name);
+      snprintf(mb, sizeof mb, "%.0fMiB", dnum(p, "used_bytes") / MiB);
+      snprintf(line, sizeof line, "%5lld%5s%5s%11lld%7s   %-*.*s%10s ", (long long)dint(g, "index"), "N/A", "N/A",
+               (long long)dint(p, "pid"), dstr(p, "type"), l.proc_name_w, l.proc_name_w, name, mb);
+      boxed(&l, line);
+      any++;
+    }
+  }
+  if (!any) boxed(&l, "  No running processes found");
+  full(&l, '-');
+}
+
+/* --- -L -------------------------------------------------------------------------- */
+
+static void render_list(const gpuplan_value *r) {
+  const gpuplan_value *gpus = dv(r, "gpus");
+  size_t i;
+  char name[160];
+  for (i = 0; i < count(gpus); i++) {
+    const gpuplan_value *g = at(gpus, i);
+    if (dbool(g, "lost")) {
+      printf("Unable to determine the device handle for GPU%s: GPU is lost.  Reboot the system to recover this GPU\n",
+             dstr(g, "pci_bus_id"));
+      continue;
+    }
+    printf("GPU %lld: %s (UUID: %s)\n", (long long)dint(g, "index"), term_safe(dstr(g, "name"), name, sizeof name),
+           dstr(g, "uuid"));
+  }
+}
+
+/* --- -q [-d ...] and -x ------------------------------------------------------------- */
+
+static int shown(const smi_args *a, const char *what) {
+  char buf[160], *tok, *next;
+  if (!a->display[0]) return 1;
+  snprintf(buf, sizeof buf, "%s", a->display);
+  for (tok = buf; tok; tok = next) {
     next = strchr(tok, ',');
     if (next) *next++ = '\0';
-    while (*tok == ' ') tok++;
-    if (!*tok) continue;
-    if (nq == 32) return cli_fail(c, EXIT_USAGE, "smi: at most 32 fields");
-    if (!(q[nq] = qfind(tok))) {
-      char known[1024] = "";
-      for (k = 0; qfields[k].name; k++) {
-        strncat(known, k ? ", " : "", sizeof known - strlen(known) - 1);
-        strncat(known, qfields[k].name, sizeof known - strlen(known) - 1);
-      }
-      return cli_fail(c, EXIT_USAGE, "smi: field '%s' is not known; known fields: %s", tok, known);
-    }
-    nq++;
+    if (!strcmp(tok, what)) return 1;
   }
-  if (header) {
-    for (k = 0; k < nq; k++)
-      printf("%s%s%s%s%s", k ? ", " : "", q[k]->name, units && *q[k]->unit ? " [" : "", units ? q[k]->unit : "",
-             units && *q[k]->unit ? "]" : "");
+  return 0;
+}
+
+static void kv(int indent, const char *key, const char *val) {
+  printf("%*s%-*s: %s\n", indent, "", 42 - indent, key, val);
+}
+static void head(int indent, const char *key) { printf("%*s%s\n", indent, "", key); }
+
+static const char *na(const gpuplan_value *v, const char *path, const char *fmt, double scale, char *buf, size_t cap) {
+  if (disnull(v, path)) return "N/A";
+  snprintf(buf, cap, fmt, dnum(v, path) * scale);
+  return buf;
+}
+static const char *yn(const gpuplan_value *v, const char *path, const char *t, const char *f) {
+  return disnull(v, path) ? "N/A" : dbool(v, path) ? t : f;
+}
+
+static int has_reason(const gpuplan_value *g, const char *reason) {
+  const gpuplan_value *rs = dv(g, "throttle.reasons");
+  size_t i;
+  for (i = 0; i < count(rs); i++)
+    if (!strcmp(gpuplan_value_string(at(rs, i), NULL), reason)) return 1;
+  return 0;
+}
+
+static void render_q(const gpuplan_value *r, const smi_args *a) {
+  const gpuplan_value *gpus = dv(r, "gpus");
+  size_t i, k;
+  char b[96], name[160];
+  int ampere;
+  printf("\n==============NVSMI LOG==============\n\n");
+  kv(0, "Timestamp", dstr(r, "timestamp_text"));
+  kv(0, "Driver Version", disnull(r, "driver.version") ? "N/A" : dstr(r, "driver.version"));
+  kv(0, "CUDA Version", disnull(r, "driver.cuda_version") ? "N/A" : dstr(r, "driver.cuda_version"));
+  printf("\n");
+  snprintf(b, sizeof b, "%lld", (long long)dint(r, "attached_gpus"));
+  kv(0, "Attached GPUs", b);
+  for (i = 0; i < count(gpus); i++) {
+    const gpuplan_value *g = at(gpus, i);
+    printf("GPU %s\n", dstr(g, "pci_bus_id"));
+    if (dbool(g, "lost")) {
+      kv(4, "Product Name", "Unknown Error");
+      kv(4, "GPU is lost", "Reboot the system to recover this GPU");
+      continue;
+    }
+    ampere = !disnull(g, "ecc.remapped_uncorrectable");
+    if (!a->display[0]) {
+      kv(4, "Product Name", term_safe(dstr(g, "name"), name, sizeof name));
+      kv(4, "Product Architecture", disnull(g, "architecture") ? "N/A" : dstr(g, "architecture"));
+      kv(4, "Display Mode", "Disabled");
+      kv(4, "Display Active", "Disabled");
+      kv(4, "Persistence Mode", yn(g, "persistence_mode", "Enabled", "Disabled"));
+      head(4, "MIG Mode");
+      kv(8, "Current", yn(g, "mig_mode", "Enabled", "Disabled"));
+      kv(8, "Pending", yn(g, "mig_mode", "Enabled", "Disabled"));
+      kv(4, "Serial Number", disnull(g, "serial") ? "N/A" : dstr(g, "serial"));
+      kv(4, "GPU UUID", dstr(g, "uuid"));
+      snprintf(b, sizeof b, "%lld", (long long)dint(g, "index"));
+      kv(4, "Minor Number", b);
+      kv(4, "VBIOS Version", disnull(g, "vbios_version") ? "N/A" : dstr(g, "vbios_version"));
+      head(4, "PCI");
+      kv(8, "Bus", disnull(g, "pci.bus") ? "N/A" : dstr(g, "pci.bus"));
+      kv(8, "Device", disnull(g, "pci.device") ? "N/A" : dstr(g, "pci.device"));
+      kv(8, "Domain", disnull(g, "pci.domain") ? "N/A" : dstr(g, "pci.domain"));
+      kv(8, "Bus Id", dstr(g, "pci_bus_id"));
+      head(8, "GPU Link Info");
+      head(12, "PCIe Generation");
+      kv(16, "Max", na(g, "pcie.gen_max", "%.0f", 1, b, sizeof b));
+      kv(16, "Current", na(g, "pcie.gen", "%.0f", 1, b, sizeof b));
+      head(12, "Link Width");
+      kv(16, "Max", na(g, "pcie.width_max", "%.0fx", 1, b, sizeof b));
+      kv(16, "Current", na(g, "pcie.width", "%.0fx", 1, b, sizeof b));
+      kv(8, "Replays Since Reset", na(g, "pcie.replays", "%.0f", 1, b, sizeof b));
+      kv(8, "Tx Throughput", na(g, "pcie.tx_bytes_s", "%.0f KB/s", 1 / 1024.0, b, sizeof b));
+      kv(8, "Rx Throughput", na(g, "pcie.rx_bytes_s", "%.0f KB/s", 1 / 1024.0, b, sizeof b));
+      kv(4, "Fan Speed", na(g, "fan_speed", "%.0f %%", 100, b, sizeof b));
+    }
+    if (shown(a, "PERFORMANCE")) {
+      kv(4, "Performance State", na(g, "pstate", "P%.0f", 1, b, sizeof b));
+      head(4, driver_major(r) >= 530 ? "Clocks Event Reasons" : "Clocks Throttle Reasons");
+      if (disnull(g, "throttle.bits")) {
+        kv(8, "Idle", "N/A");
+      } else {
+        static const struct { const char *label, *reason; int indent; } rs[] = {
+          {"Idle", "gpu_idle", 8}, {"Applications Clocks Setting", "applications_clocks_setting", 8},
+          {"SW Power Cap", "sw_power_cap", 8}, {"HW Slowdown", "hw_slowdown", 8},
+          {"HW Thermal Slowdown", "hw_thermal_slowdown", 12}, {"HW Power Brake Slowdown", "hw_power_brake_slowdown", 12},
+          {"Sync Boost", "sync_boost", 8}, {"SW Thermal Slowdown", "sw_thermal_slowdown", 8},
+          {"Display Clock Setting", "display_clock_setting", 8}};
+        for (k = 0; k < sizeof rs / sizeof rs[0]; k++)
+          kv(rs[k].indent, rs[k].label, has_reason(g, rs[k].reason) ? "Active" : "Not Active");
+      }
+    }
+    if (shown(a, "MEMORY")) {
+      head(4, "FB Memory Usage");
+      kv(8, "Total", na(g, "memory.total_bytes", "%.0f MiB", 1 / MiB, b, sizeof b));
+      kv(8, "Reserved", na(g, "memory.reserved_bytes", "%.0f MiB", 1 / MiB, b, sizeof b));
+      kv(8, "Used", na(g, "memory.used_bytes", "%.0f MiB", 1 / MiB, b, sizeof b));
+      kv(8, "Free", na(g, "memory.free_bytes", "%.0f MiB", 1 / MiB, b, sizeof b));
+      head(4, "BAR1 Memory Usage");
+      kv(8, "Total", na(g, "memory.bar1_total_bytes", "%.0f MiB", 1 / MiB, b, sizeof b));
+      kv(8, "Used", na(g, "memory.bar1_used_bytes", "%.0f MiB", 1 / MiB, b, sizeof b));
+      if (disnull(g, "memory.bar1_total_bytes")) kv(8, "Free", "N/A");
+      else {
+        snprintf(b, sizeof b, "%.0f MiB", (dnum(g, "memory.bar1_total_bytes") - dnum(g, "memory.bar1_used_bytes")) / MiB);
+        kv(8, "Free", b);
+      }
+    }
+    if (shown(a, "COMPUTE") || !a->display[0])
+      kv(4, "Compute Mode", disnull(g, "compute_mode") ? "N/A" : dstr(g, "compute_mode"));
+    if (shown(a, "UTILIZATION")) {
+      head(4, "Utilization");
+      kv(8, "Gpu", na(g, "utilization.gpu", "%.0f %%", 100, b, sizeof b));
+      kv(8, "Memory", na(g, "utilization.memory", "%.0f %%", 100, b, sizeof b));
+      kv(8, "Encoder", na(g, "utilization.encoder", "%.0f %%", 100, b, sizeof b));
+      kv(8, "Decoder", na(g, "utilization.decoder", "%.0f %%", 100, b, sizeof b));
+    }
+    if (shown(a, "ECC")) {
+      head(4, "ECC Mode");
+      kv(8, "Current", yn(g, "ecc.enabled", "Enabled", "Disabled"));
+      kv(8, "Pending", yn(g, "ecc.enabled", "Enabled", "Disabled"));
+      head(4, "ECC Errors");
+      head(8, "Volatile");
+      kv(12, "DRAM Correctable", na(g, "ecc.volatile_corrected", "%.0f", 1, b, sizeof b));
+      kv(12, "DRAM Uncorrectable", na(g, "ecc.volatile_uncorrected", "%.0f", 1, b, sizeof b));
+      head(8, "Aggregate");
+      kv(12, "DRAM Correctable", na(g, "ecc.aggregate_corrected", "%.0f", 1, b, sizeof b));
+      kv(12, "DRAM Uncorrectable", na(g, "ecc.aggregate_uncorrected", "%.0f", 1, b, sizeof b));
+    }
+    if (shown(a, "PAGE_RETIREMENT") || (a->display[0] && shown(a, "ECC") && !ampere) || !a->display[0]) {
+      head(4, "Retired Pages");
+      kv(8, "Single Bit ECC", na(g, "ecc.retired_sbe", "%.0f", 1, b, sizeof b));
+      kv(8, "Double Bit ECC", na(g, "ecc.retired_dbe", "%.0f", 1, b, sizeof b));
+      kv(8, "Pending Page Blacklist", yn(g, "ecc.retired_pending", "Yes", "No"));
+    }
+    if (shown(a, "ROW_REMAPPER") || (a->display[0] && shown(a, "ECC") && ampere) || !a->display[0]) {
+      head(4, "Remapped Rows");
+      kv(8, "Correctable Error", na(g, "ecc.remapped_correctable", "%.0f", 1, b, sizeof b));
+      kv(8, "Uncorrectable Error", na(g, "ecc.remapped_uncorrectable", "%.0f", 1, b, sizeof b));
+      kv(8, "Pending", yn(g, "ecc.remap_pending", "Yes", "No"));
+      kv(8, "Remapping Failure Occurred", yn(g, "ecc.remap_failure", "Yes", "No"));
+    }
+    if (shown(a, "TEMPERATURE")) {
+      head(4, "Temperature");
+      kv(8, "GPU Current Temp", na(g, "temperature.gpu_c", "%.0f C", 1, b, sizeof b));
+      kv(8, "GPU Shutdown Temp", na(g, "temperature.shutdown_c", "%.0f C", 1, b, sizeof b));
+      kv(8, "GPU Slowdown Temp", na(g, "temperature.slowdown_c", "%.0f C", 1, b, sizeof b));
+      kv(8, "Memory Current Temp", na(g, "temperature.memory_c", "%.0f C", 1, b, sizeof b));
+    }
+    if (shown(a, "POWER")) {
+      head(4, driver_major(r) >= 545 ? "GPU Power Readings" : "Power Readings");
+      kv(8, "Power Draw", na(g, "power.draw_w", "%.2f W", 1, b, sizeof b));
+      kv(8, "Current Power Limit", na(g, "power.limit_w", "%.2f W", 1, b, sizeof b));
+      kv(8, "Enforced Power Limit", na(g, "power.limit_w", "%.2f W", 1, b, sizeof b));
+      kv(8, "Total Energy Consumption", na(g, "power.energy_j", "%.0f J", 1, b, sizeof b));
+    }
+    if (shown(a, "CLOCK")) {
+      head(4, "Clocks");
+      kv(8, "Graphics", na(g, "clocks.graphics_mhz", "%.0f MHz", 1, b, sizeof b));
+      kv(8, "SM", na(g, "clocks.sm_mhz", "%.0f MHz", 1, b, sizeof b));
+      kv(8, "Memory", na(g, "clocks.mem_mhz", "%.0f MHz", 1, b, sizeof b));
+      head(4, "Max Clocks");
+      kv(8, "Graphics", na(g, "clocks.max_graphics_mhz", "%.0f MHz", 1, b, sizeof b));
+      kv(8, "SM", na(g, "clocks.max_sm_mhz", "%.0f MHz", 1, b, sizeof b));
+      kv(8, "Memory", na(g, "clocks.max_mem_mhz", "%.0f MHz", 1, b, sizeof b));
+    }
+    if (shown(a, "PIDS")) {
+      const gpuplan_value *ps = dv(g, "processes");
+      head(4, "Processes");
+      if (!count(ps)) printf("%8sNone\n", "");
+      for (k = 0; k < count(ps); k++) {
+        const gpuplan_value *p = at(ps, k);
+        kv(8, "GPU instance ID", "N/A");
+        kv(8, "Compute instance ID", "N/A");
+        snprintf(b, sizeof b, "%lld", (long long)dint(p, "pid"));
+        kv(8, "Process ID", b);
+        kv(8, "Type", dstr(p, "type"));
+        kv(8, "Name", term_safe(dstr(p, "name"), name, sizeof name));
+        snprintf(b, sizeof b, "%.0f MiB", dnum(p, "used_bytes") / MiB);
+        kv(8, "Used GPU Memory", b);
+      }
+    }
     printf("\n");
   }
-  for (i = 0; i < m->ndev; i++) {
-    gpuplan_device_info info;
-    gpuplan_device_telemetry t;
-    gpuplan_mock_memory mem;
-    uint64_t used, others;
-    char dv[32];
-    int tel;
-    if (gpuplan_backend_device_info(m->backend, i, c->cat, &info)) continue;
-    memory_of(m, i, &info, &used, &others);
-    memset(&mem, 0, sizeof mem);
-    mem.total = info.total_bytes;
-    mem.used = used;
-    mem.free = info.free_bytes;
-    tel = telemetry(m, i, &t);
-    driver_string(m, dv, sizeof dv);
-    for (k = 0; k < nq; k++) {
-      const char *n = q[k]->name;
-      const char *u = units ? q[k]->unit : "";
-      const char *sp = units && *u ? " " : "";
+}
+
+/* XML text, escaped. */
+static void xs(const char *s) {
+  for (; s && *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '<') fputs("&lt;", stdout);
+    else if (c == '>') fputs("&gt;", stdout);
+    else if (c == '&') fputs("&amp;", stdout);
+    else if (c == '"') fputs("&quot;", stdout);
+    else if (c < 0x20 && c != '\t') printf("&#%d;", c);
+    else putchar(c);
+  }
+}
+static void xe(int indent, const char *tag, const char *val) {
+  printf("%*s<%s>", indent, "", tag);
+  xs(val);
+  printf("</%s>\n", tag);
+}
+
+static void render_xml(const gpuplan_value *r) {
+  const gpuplan_value *gpus = dv(r, "gpus");
+  size_t i, k;
+  char b[96];
+  printf("<?xml version=\"1.0\" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM \"nvsmi_device_v12.dtd\">\n<nvidia_smi_log>\n");
+  xe(1, "timestamp", dstr(r, "timestamp_text"));
+  xe(1, "driver_version", disnull(r, "driver.version") ? "N/A" : dstr(r, "driver.version"));
+  xe(1, "cuda_version", disnull(r, "driver.cuda_version") ? "N/A" : dstr(r, "driver.cuda_version"));
+  snprintf(b, sizeof b, "%lld", (long long)dint(r, "attached_gpus"));
+  xe(1, "attached_gpus", b);
+  for (i = 0; i < count(gpus); i++) {
+    const gpuplan_value *g = at(gpus, i);
+    printf("\t<gpu id=\"");
+    xs(dstr(g, "pci_bus_id"));
+    printf("\">\n");
+    if (dbool(g, "lost")) {
+      xe(2, "product_name", "Unknown Error");
+      printf("\t</gpu>\n");
+      continue;
+    }
+    xe(2, "product_name", dstr(g, "name"));
+    xe(2, "product_architecture", disnull(g, "architecture") ? "N/A" : dstr(g, "architecture"));
+    xe(2, "persistence_mode", yn(g, "persistence_mode", "Enabled", "Disabled"));
+    printf("\t\t<mig_mode>\n");
+    xe(3, "current_mig", yn(g, "mig_mode", "Enabled", "Disabled"));
+    printf("\t\t</mig_mode>\n");
+    xe(2, "serial", disnull(g, "serial") ? "N/A" : dstr(g, "serial"));
+    xe(2, "uuid", dstr(g, "uuid"));
+    snprintf(b, sizeof b, "%lld", (long long)dint(g, "index"));
+    xe(2, "minor_number", b);
+    xe(2, "vbios_version", disnull(g, "vbios_version") ? "N/A" : dstr(g, "vbios_version"));
+    printf("\t\t<pci>\n");
+    xe(3, "pci_bus", disnull(g, "pci.bus") ? "N/A" : dstr(g, "pci.bus") + 2);
+    xe(3, "pci_device", disnull(g, "pci.device") ? "N/A" : dstr(g, "pci.device") + 2);
+    xe(3, "pci_domain", disnull(g, "pci.domain") ? "N/A" : dstr(g, "pci.domain") + 2);
+    xe(3, "pci_bus_id", dstr(g, "pci_bus_id"));
+    printf("\t\t\t<pci_gpu_link_info>\n\t\t\t\t<pcie_gen>\n");
+    xe(5, "max_link_gen", na(g, "pcie.gen_max", "%.0f", 1, b, sizeof b));
+    xe(5, "current_link_gen", na(g, "pcie.gen", "%.0f", 1, b, sizeof b));
+    printf("\t\t\t\t</pcie_gen>\n\t\t\t\t<link_widths>\n");
+    xe(5, "max_link_width", na(g, "pcie.width_max", "%.0fx", 1, b, sizeof b));
+    xe(5, "current_link_width", na(g, "pcie.width", "%.0fx", 1, b, sizeof b));
+    printf("\t\t\t\t</link_widths>\n\t\t\t</pci_gpu_link_info>\n\t\t</pci>\n");
+    xe(2, "fan_speed", na(g, "fan_speed", "%.0f %%", 100, b, sizeof b));
+    xe(2, "performance_state", na(g, "pstate", "P%.0f", 1, b, sizeof b));
+    printf("\t\t<clocks_event_reasons>\n");
+    xe(3, "clocks_event_reason_gpu_idle", has_reason(g, "gpu_idle") ? "Active" : "Not Active");
+    xe(3, "clocks_event_reason_sw_power_cap", has_reason(g, "sw_power_cap") ? "Active" : "Not Active");
+    xe(3, "clocks_event_reason_hw_slowdown", has_reason(g, "hw_slowdown") ? "Active" : "Not Active");
+    xe(3, "clocks_event_reason_sw_thermal_slowdown", has_reason(g, "sw_thermal_slowdown") ? "Active" : "Not Active");
+    xe(3, "clocks_event_reason_hw_thermal_slowdown", has_reason(g, "hw_thermal_slowdown") ? "Active" : "Not Active");
+    printf("\t\t</clocks_event_reasons>\n\t\t<fb_memory_usage>\n");
+    xe(3, "total", na(g, "memory.total_bytes", "%.0f MiB", 1 / MiB, b, sizeof b));
+    xe(3, "reserved", na(g, "memory.reserved_bytes", "%.0f MiB", 1 / MiB, b, sizeof b));
+    xe(3, "used", na(g, "memory.used_bytes", "%.0f MiB", 1 / MiB, b, sizeof b));
+    xe(3, "free", na(g, "memory.free_bytes", "%.0f MiB", 1 / MiB, b, sizeof b));
+    printf("\t\t</fb_memory_usage>\n");
+    xe(2, "compute_mode", disnull(g, "compute_mode") ? "N/A" : dstr(g, "compute_mode"));
+    printf("\t\t<utilization>\n");
+    xe(3, "gpu_util", na(g, "utilization.gpu", "%.0f %%", 100, b, sizeof b));
+    xe(3, "memory_util", na(g, "utilization.memory", "%.0f %%", 100, b, sizeof b));
+    xe(3, "encoder_util", na(g, "utilization.encoder", "%.0f %%", 100, b, sizeof b));
+    xe(3, "decoder_util", na(g, "utilization.decoder", "%.0f %%", 100, b, sizeof b));
+    printf("\t\t</utilization>\n\t\t<ecc_mode>\n");
+    xe(3, "current_ecc", yn(g, "ecc.enabled", "Enabled", "Disabled"));
+    printf("\t\t</ecc_mode>\n\t\t<ecc_errors>\n\t\t\t<volatile>\n");
+    xe(4, "dram_correctable", na(g, "ecc.volatile_corrected", "%.0f", 1, b, sizeof b));
+    xe(4, "dram_uncorrectable", na(g, "ecc.volatile_uncorrected", "%.0f", 1, b, sizeof b));
+    printf("\t\t\t</volatile>\n\t\t\t<aggregate>\n");
+    xe(4, "dram_correctable", na(g, "ecc.aggregate_corrected", "%.0f", 1, b, sizeof b));
+    xe(4, "dram_uncorrectable", na(g, "ecc.aggregate_uncorrected", "%.0f", 1, b, sizeof b));
+    printf("\t\t\t</aggregate>\n\t\t</ecc_errors>\n\t\t<retired_pages>\n");
+    xe(3, "multiple_single_bit_retirement", na(g, "ecc.retired_sbe", "%.0f", 1, b, sizeof b));
+    xe(3, "double_bit_retirement", na(g, "ecc.retired_dbe", "%.0f", 1, b, sizeof b));
+    xe(3, "pending_blacklist", yn(g, "ecc.retired_pending", "Yes", "No"));
+    printf("\t\t</retired_pages>\n\t\t<remapped_rows>\n");
+    xe(3, "remapped_row_corr", na(g, "ecc.remapped_correctable", "%.0f", 1, b, sizeof b));
+    xe(3, "remapped_row_unc", na(g, "ecc.remapped_uncorrectable", "%.0f", 1, b, sizeof b));
+    xe(3, "remapped_row_pending", yn(g, "ecc.remap_pending", "Yes", "No"));
+    xe(3, "remapped_row_failure", yn(g, "ecc.remap_failure", "Yes", "No"));
+    printf("\t\t</remapped_rows>\n\t\t<temperature>\n");
+    xe(3, "gpu_temp", na(g, "temperature.gpu_c", "%.0f C", 1, b, sizeof b));
+    xe(3, "gpu_temp_max_threshold", na(g, "temperature.shutdown_c", "%.0f C", 1, b, sizeof b));
+    xe(3, "gpu_temp_slow_threshold", na(g, "temperature.slowdown_c", "%.0f C", 1, b, sizeof b));
+    xe(3, "memory_temp", na(g, "temperature.memory_c", "%.0f C", 1, b, sizeof b));
+    printf("\t\t</temperature>\n\t\t<gpu_power_readings>\n");
+    xe(3, "power_draw", na(g, "power.draw_w", "%.2f W", 1, b, sizeof b));
+    xe(3, "current_power_limit", na(g, "power.limit_w", "%.2f W", 1, b, sizeof b));
+    printf("\t\t</gpu_power_readings>\n\t\t<clocks>\n");
+    xe(3, "graphics_clock", na(g, "clocks.graphics_mhz", "%.0f MHz", 1, b, sizeof b));
+    xe(3, "sm_clock", na(g, "clocks.sm_mhz", "%.0f MHz", 1, b, sizeof b));
+    xe(3, "mem_clock", na(g, "clocks.mem_mhz", "%.0f MHz", 1, b, sizeof b));
+    printf("\t\t</clocks>\n\t\t<max_clocks>\n");
+    xe(3, "graphics_clock", na(g, "clocks.max_graphics_mhz", "%.0f MHz", 1, b, sizeof b));
+    xe(3, "sm_clock", na(g, "clocks.max_sm_mhz", "%.0f MHz", 1, b, sizeof b));
+    xe(3, "mem_clock", na(g, "clocks.max_mem_mhz", "%.0f MHz", 1, b, sizeof b));
+    printf("\t\t</max_clocks>\n\t\t<processes>\n");
+    {
+      const gpuplan_value *ps = dv(g, "processes");
+      for (k = 0; k < count(ps); k++) {
+        const gpuplan_value *p = at(ps, k);
+        printf("\t\t\t<process_info>\n");
+        xe(4, "gpu_instance_id", "N/A");
+        xe(4, "compute_instance_id", "N/A");
+        snprintf(b, sizeof b, "%lld", (long long)dint(p, "pid"));
+        xe(4, "pid", b);
+        xe(4, "type", dstr(p, "type"));
+        xe(4, "process_name", dstr(p, "name"));
+        snprintf(b, sizeof b, "%.0f MiB", dnum(p, "used_bytes") / MiB);
+        xe(4, "used_memory", b);
+        printf("\t\t\t</process_info>\n");
+      }
+    }
+    printf("\t\t</processes>\n\t</gpu>\n\n");
+  }
+  printf("</nvidia_smi_log>\n");
+}
+
+/* --- topo -m ---------------------------------------------------------------------- */
+
+static void render_topo(const gpuplan_value *r) {
+  const gpuplan_value *topo = dv(r, "topology"), *gpus = dv(r, "gpus");
+  size_t i, k;
+  for (k = 0; k < count(topo); k++) printf("\tGPU%lld", (long long)dint(at(topo, k), "gpu"));
+  printf("\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n");
+  for (i = 0; i < count(topo); i++) {
+    const gpuplan_value *row = at(topo, i), *links = dv(row, "links"), *g = at(gpus, i);
+    printf("GPU%lld", (long long)dint(row, "gpu"));
+    for (k = 0; k < count(links); k++) {
+      const char *c = dstr(at(links, k), "cell");
+      printf("\t%s", !strcmp(c, "X") ? " X " : c[0] ? c : "N/A");
+    }
+    printf("\t%s", disnull(g, "cpu_affinity") ? "N/A" : dstr(g, "cpu_affinity"));
+    if (disnull(g, "numa_node")) printf("\tN/A\t\tN/A\n");
+    else printf("\t%lld\t\tN/A\n", (long long)dint(g, "numa_node"));
+  }
+  printf("\nLegend:\n\n"
+         "  X    = Self\n"
+         "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n"
+         "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node\n"
+         "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)\n"
+         "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)\n"
+         "  PIX  = Connection traversing at most a single PCIe bridge\n"
+         "  NV#  = Connection traversing a bonded set of # NVLinks\n");
+}
+
+/* --- dmon and pmon ------------------------------------------------------------------ */
+
+static void cell(const gpuplan_value *g, const char *path, double scale) {
+  if (disnull(g, path)) printf(" %6s", "-");
+  else printf(" %6.0f", dnum(g, path) * scale);
+}
+
+static void render_dmon(const gpuplan_value *r, const char *sel) {
+  static const struct { char group; const char *name, *unit, *path; double scale; } cols[] = {
+    {'p', "pwr", "W", "power_w", 1}, {'p', "gtemp", "C", "temperature_c", 1},
+    {'p', "mtemp", "C", "memory_temperature_c", 1}, {'u', "sm", "%", "sm_util", 100},
+    {'u', "mem", "%", "mem_util", 100}, {'u', "enc", "%", "enc_util", 100}, {'u', "dec", "%", "dec_util", 100},
+    {'c', "mclk", "MHz", "mem_clock_mhz", 1}, {'c', "pclk", "MHz", "sm_clock_mhz", 1},
+    {'v', "pviol", "%", "power_violation", 100}, {'v', "tviol", "%", "thermal_violation", 100},
+    {'m', "fb", "MB", "fb_used_bytes", 1 / MiB}, {'m', "bar1", "MB", "bar1_used_bytes", 1 / MiB},
+    {'e', "sbecc", "errs", "ecc_sbe", 1}, {'e', "dbecc", "errs", "ecc_dbe", 1}, {'e', "pci", "errs", "pcie_replays", 1},
+    {'t', "rxpci", "MB/s", "pcie_rx_bytes_s", 1 / MiB}, {'t', "txpci", "MB/s", "pcie_tx_bytes_s", 1 / MiB},
+  };
+  const gpuplan_value *samples = dv(r, "samples");
+  const char *s = sel && *sel ? sel : "puc";
+  size_t i, k, c;
+  printf("# gpu");
+  for (c = 0; c < sizeof cols / sizeof cols[0]; c++)
+    if (strchr(s, cols[c].group)) printf(" %6s", cols[c].name);
+  printf(" \n# Idx");
+  for (c = 0; c < sizeof cols / sizeof cols[0]; c++)
+    if (strchr(s, cols[c].group)) printf(" %6s", cols[c].unit);
+  printf(" \n");
+  for (i = 0; i < count(samples); i++) {
+    const gpuplan_value *gs = dv(at(samples, i), "gpus");
+    for (k = 0; k < count(gs); k++) {
+      const gpuplan_value *g = at(gs, k);
+      printf("%5lld", (long long)dint(g, "index"));
+      for (c = 0; c < sizeof cols / sizeof cols[0]; c++)
+        if (strchr(s, cols[c].group)) cell(g, cols[c].path, cols[c].scale);
+      printf(" \n");
+    }
+  }
+}
+
+static void render_pmon(const gpuplan_value *r, const char *sel) {
+  const gpuplan_value *samples = dv(r, "samples");
+  const char *s = sel && *sel ? sel : "u";
+  int mem = strchr(s, 'm') != NULL, util = strchr(s, 'u') != NULL;
+  size_t i, k, p;
+  printf("# gpu         pid   type%s%s    command\n", mem ? "     fb" : "", util ? "     sm    mem    enc    dec" : "");
+  printf("# Idx           #    C/G%s%s    name\n", mem ? "     MB" : "", util ? "      %      %      %      %" : "");
+  for (i = 0; i < count(samples); i++) {
+    const gpuplan_value *gs = dv(at(samples, i), "gpus");
+    for (k = 0; k < count(gs); k++) {
+      const gpuplan_value *g = at(gs, k), *ps = dv(g, "processes");
+      if (!count(ps)) {
+        printf("%5lld %11s %6s%s%s    %s\n", (long long)dint(g, "index"), "-", "-", mem ? "      -" : "",
+               util ? "      -      -      -      -" : "", "-");
+        continue;
+      }
+      for (p = 0; p < count(ps); p++) {
+        const gpuplan_value *q = at(ps, p);
+        const char *name = dstr(q, "name"), *base = strrchr(name, '/');
+        char nm[160];
+        printf("%5lld %11lld %6s", (long long)dint(g, "index"), (long long)dint(q, "pid"), dstr(q, "type"));
+        if (mem) printf(" %6.0f", dnum(q, "used_bytes") / MiB);
+        if (util) {
+          cell(q, "sm_util", 100);
+          cell(q, "mem_util", 100);
+          printf(" %6s %6s", "-", "-");
+        }
+        printf("    %s\n", term_safe(base ? base + 1 : name, nm, sizeof nm));
+      }
+    }
+  }
+}
+
+/* --- nvlink -s / -c ---------------------------------------------------------------- */
+
+static void render_nvlink(const gpuplan_value *r, int caps) {
+  const gpuplan_value *gpus = dv(r, "gpus");
+  size_t i, k;
+  char name[160];
+  for (i = 0; i < count(gpus); i++) {
+    const gpuplan_value *g = at(gpus, i), *up = dv(g, "nvlink.link_up");
+    printf("GPU %lld: %s (UUID: %s)\n", (long long)dint(g, "index"), term_safe(dstr(g, "name"), name, sizeof name),
+           dstr(g, "uuid"));
+    if (count(up) && !dint(g, "nvlink.up") && !caps) {
+      printf("NVML: Unable to retrieve NVLink information as all links are inActive\n");
+      continue;
+    }
+    for (k = 0; k < count(up); k++) {
+      int on = gpuplan_value_bool(at(up, k));
+      if (caps) {
+        if (!on) continue;
+        printf("\t Link %zu, P2P is supported: true\n", k);
+        printf("\t Link %zu, Access to system memory supported: true\n", k);
+        printf("\t Link %zu, P2P atomics supported: true\n", k);
+        printf("\t Link %zu, System memory atomics supported: true\n", k);
+        printf("\t Link %zu, SLI is supported: true\n", k);
+        printf("\t Link %zu, Link is supported: false\n", k);
+      } else if (on) {
+        printf("\t Link %zu: %g GB/s\n", k, dnum(g, "nvlink.link_gbps"));
+      } else {
+        printf("\t Link %zu: <inactive>\n", k);
+      }
+    }
+  }
+}
+
+/* --- --query-gpu / --query-compute-apps -------------------------------------------- */
+
+static void render_rows(const gpuplan_value *r, int header) {
+  const gpuplan_value *fields = dv(r, "query.fields"), *rows = dv(r, "rows");
+  int units = dbool(r, "query.units");
+  size_t i, k;
+  char buf[256];
+  if (header && dbool(r, "query.header")) {
+    for (k = 0; k < count(fields); k++) {
+      const char *u = dstr(at(fields, k), "unit");
+      printf("%s%s", k ? ", " : "", dstr(at(fields, k), "name"));
+      if (units && *u) printf(" [%s]", u);
+    }
+    printf("\n");
+  }
+  for (i = 0; i < count(rows); i++) {
+    const gpuplan_value *row = at(rows, i);
+    for (k = 0; k < count(fields) && k < gpuplan_value_count(row); k++) {
+      const gpuplan_value *v = gpuplan_value_at(row, k);
+      const char *u = dstr(at(fields, k), "unit");
       if (k) printf(", ");
-      if (!strcmp(n, "index")) printf("%d", i);
-      else if (!strcmp(n, "name")) printf("%s", info.name);
-      else if (!strcmp(n, "uuid")) printf("%s", info.uuid);
-      else if (!strcmp(n, "pci.bus_id")) printf("%s", info.pci_bus_id);
-      else if (!strcmp(n, "driver_version")) printf("%s", dv);
-      else if (!strcmp(n, "memory.total")) printf("%.0f%s%s", (double)mem.total / MiB, sp, u);
-      else if (!strcmp(n, "memory.used")) printf("%.0f%s%s", (double)mem.used / MiB, sp, u);
-      else if (!strcmp(n, "memory.free")) printf("%.0f%s%s", (double)mem.free / MiB, sp, u);
-      else if (!strcmp(n, "compute_cap")) printf("%d.%d", info.cc_major, info.cc_minor);
-      else if (!strcmp(n, "gpuplan.sku")) printf("%s", info.sku ? info.sku->id : "[unknown]");
-      else if (!strcmp(n, "clocks.max.sm"))
-        printf("%d%s%s", tel && t.max_sm_clock_mhz > 0 ? t.max_sm_clock_mhz : info.clock_mhz, sp, u);
-      else if (!tel) printf("[N/A]");
-      /* a field this card or driver does not report: [N/A], as nvidia-smi */
-#define REAL(v, fmt, x) else if (!strcmp(n, v)) { if (isfinite(x)) printf(fmt "%s%s", x, sp, u); else printf("[N/A]"); }
-#define INT(v, fmt, x) else if (!strcmp(n, v)) { if ((x) >= 0) printf(fmt "%s%s", x, sp, u); else printf("[N/A]"); }
-      REAL("temperature.gpu", "%.0f", t.temperature_c)
-      REAL("utilization.gpu", "%.0f", 100 * t.gpu_util)
-      REAL("utilization.memory", "%.0f", 100 * t.mem_util)
-      REAL("power.draw", "%.2f", t.power_w)
-      REAL("power.limit", "%.2f", t.power_limit_w)
-      INT("clocks.sm", "%d", t.sm_clock_mhz)
-      INT("pstate", "P%d", t.pstate)
-      INT("ecc.errors.uncorrected.volatile.total", "%lld", t.ecc_uncorrected)
-      INT("ecc.errors.corrected.volatile.total", "%lld", t.ecc_corrected)
-      else if (!strcmp(n, "clocks_throttle_reasons.active")) {
-        if (t.throttle >= 0) printf("0x%016llx", (unsigned long long)t.throttle);
-        else printf("[N/A]");
+      switch (gpuplan_value_type_of(v)) {
+      case GPUPLAN_VALUE_NULL: printf("[N/A]"); continue;
+      case GPUPLAN_VALUE_INT: printf("%lld", (long long)gpuplan_value_int(v)); break;
+      case GPUPLAN_VALUE_REAL: printf("%.2f", gpuplan_value_real(v)); break;
+      default: printf("%s", term_safe(gpuplan_value_string(v, NULL), buf, sizeof buf)); break;
       }
-#undef REAL
-#undef INT
+      if (units && *u) printf(" %s", u);
     }
     printf("\n");
+  }
+}
+
+/* --- smi --------------------------------------------------------------------------- */
+
+static int smi_render_one(cli *c, smi_args *a, gpuplan_doc *doc, int first) {
+  const gpuplan_value *r = gpuplan_doc_root(doc);
+  (void)c;
+  if (!dbool(r, "driver.available")) {
+    /* nvidia-smi's own words when the driver is missing or broken, and its exit status */
+    if (strcmp(dstr(r, "source"), "mock") == 0 || strcmp(dstr(r, "driver.error_code"), "GPUPLAN_EUNSUPPORTED") == 0)
+      fprintf(stderr, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
+                      "that the latest NVIDIA driver is installed and running.\n");
+    if (strcmp(dstr(r, "source"), "mock") != 0) fprintf(stderr, "gpuplan: %s\n", dstr(r, "driver.error"));
+    return 9; /* nvidia-smi's exit status when the driver is not loaded */
+  }
+  if (a->query) {
+    render_rows(r, first);
+    return EXIT_OK;
+  }
+  if ((a->view == V_TOPO || a->view == V_DMON || a->view == V_PMON || a->view == V_NVLINK_S ||
+       a->view == V_NVLINK_C) && !dbool(r, "driver.telemetry")) {
+    fprintf(stderr, "gpuplan: smi: %s\n", dstr(r, "driver.telemetry_error"));
+    return EXIT_RUNTIME;
+  }
+  switch (a->view) {
+  case V_QUERY: if (a->xml) render_xml(r); else render_q(r, a); break;
+  case V_XML: render_xml(r); break;
+  case V_LIST: render_list(r); break;
+  case V_TOPO: render_topo(r); break;
+  case V_DMON: render_dmon(r, a->select); break;
+  case V_PMON: render_pmon(r, a->select); break;
+  case V_NVLINK_S: render_nvlink(r, 0); break;
+  case V_NVLINK_C: render_nvlink(r, 1); break;
+  default: render_table(r); break;
   }
   return EXIT_OK;
 }
 
-/* --- topo -m and dmon ------------------------------------------------------------ */
-
-static void smi_topo(machine *m) {
-  int i, k;
-  printf("       ");
-  for (k = 0; k < m->ndev; k++) printf(" GPU%-3d", k);
-  printf("\n");
-  for (i = 0; i < m->ndev; i++) {
-    printf("GPU%-3d ", i);
-    for (k = 0; k < m->ndev; k++) {
-      gpuplan_device_telemetry a, b;
-      if (i == k) {
-        printf("  X    ");
-        continue;
-      }
-      if (!telemetry(m, i, &a)) a.nvlink_up = 0;
-      if (!telemetry(m, k, &b)) b.nvlink_up = 0;
-      if (a.nvlink_up > 0 && b.nvlink_up > 0) printf(" NV%-4d", a.nvlink_up < b.nvlink_up ? a.nvlink_up : b.nvlink_up);
-      else printf(" PHB   ");
-    }
-    printf("\n");
-  }
-  printf("\nLegend:\n\n  X    = Self\n  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)\n"
-         "  NV#  = Connection traversing a bonded set of # NVLinks\n");
+static void sleep_s(double s) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)s;
+  ts.tv_nsec = (long)((s - floor(s)) * 1e9);
+  while (nanosleep(&ts, &ts) != 0) {}
 }
 
-static void smi_dmon(machine *m, int count) {
-  int s, i;
-  printf("# gpu    pwr  gtemp     sm    mem   mclk   pclk\n# Idx      W      C      %%      %%    MHz    MHz\n");
-  for (s = 0; s < count; s++) {
-    if (s && !m->sim) {
-      struct timespec one = {1, 0};
-      nanosleep(&one, NULL); /* a real device: one sample a second */
-    }
-    for (i = 0; i < m->ndev; i++) {
-      gpuplan_device_telemetry t;
-      if (m->sim) gpuplan_mock_run(m->sim, i, 1.0, 0.95, NULL); /* one simulated second */
-      if (!telemetry(m, i, &t)) continue;
-      printf("  %3d  %5.0f  %5.0f  %5.0f  %5.0f  %5d  %5d\n", i, t.power_w, t.temperature_c, 100 * t.gpu_util,
-             100 * t.mem_util, 1593, t.sm_clock_mhz);
-    }
+/* Render, and with -l / -lms again every loop_s seconds (a mock node's
+ * clock moves with it) until interrupted. */
+static int smi_render(cli *c, smi_args *a, gpuplan_doc *doc) {
+  int rc = smi_render_one(c, a, doc, 1);
+  double base = dnum(gpuplan_doc_root(doc), "seconds");
+  long k;
+  if (rc || a->loop_s <= 0) return rc;
+  for (k = 1;; k++) {
+    gpuplan_doc *next = NULL;
+    fflush(stdout);
+    sleep_s(a->loop_s);
+    if (isfinite(base) && (rc = gpuplan_job_set_real(c->job, "load", base + (double)k * a->loop_s)))
+      return cli_job_fail(c, "smi", rc);
+    if ((rc = gpuplan_job_run(c->job, "smi", &next))) return cli_job_fail(c, "smi", rc);
+    rc = smi_render_one(c, a, next, 0);
+    gpuplan_doc_free(next);
+    if (rc) return rc;
   }
 }
 
-/* --- argument parsing shared by smi and doctor ------------------------------------- */
+static int set(cli *c, const char *name, const char *v) {
+  int rc = gpuplan_job_set(c->job, name, v);
+  return rc ? -cli_job_fail(c, "smi", rc) : 0;
+}
 
-static int common_opt(cli *c, int argc, char **argv, int *i, smi_opts *o, const char *cmd) {
-  const char *a = argv[*i];
-  if (!strcmp(a, "--sim") || !strcmp(a, "--fault") || !strcmp(a, "--load") || !strcmp(a, "--busy") ||
-      !strcmp(a, "--torch-cuda") || !strcmp(a, "--mem")) {
-    const char *v;
-    char *end;
-    if (*i + 1 >= argc) return cli_fail(c, EXIT_USAGE, "%s: %s needs a value", cmd, a);
-    v = argv[++*i];
-    if (!strcmp(a, "--sim")) o->sim = v;
-    else if (!strcmp(a, "--fault")) {
-      if (o->nfaults == 16) return cli_fail(c, EXIT_USAGE, "%s: at most 16 faults", cmd);
-      o->faults[o->nfaults++] = v;
-    } else {
-      double x = strtod(v, &end);
-      if (*end || !(x >= 0)) return cli_fail(c, EXIT_USAGE, "%s: %s '%s' is not a number >= 0", cmd, a, v);
-      if (!strcmp(a, "--load")) {
-        if (x > 1e6) return cli_fail(c, EXIT_USAGE, "%s: --load at most 1e6 seconds", cmd);
-        o->load_s = x;
-      } else if (!strcmp(a, "--busy") || !strcmp(a, "--mem")) {
-        if (x > 1) return cli_fail(c, EXIT_USAGE, "%s: %s is a fraction in 0..1", cmd, a);
-        if (!strcmp(a, "--busy")) o->busy = x;
-        else o->mem_used = x;
-      } else {
-        o->torch_cuda = x;
-      }
-    }
+/* nvidia-smi's argument forms. */
+static int smi_extra(cli *c, void *payload, int argc, char **argv, int i) {
+  smi_args *a = payload;
+  const char *s = argv[i];
+  const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+  int rc;
+#define NEED(what)                                                                           \
+  do {                                                                                       \
+    if (!v) return -cli_fail(c, EXIT_USAGE, "smi: %s needs a value", what);                  \
+  } while (0)
+  if (!strncmp(s, "--format", 8)) {
+    a->format_given = 1;
+    return 0;
+  }
+  if (!strncmp(s, "--query-gpu", 11) || !strncmp(s, "--query-compute-apps", 20)) {
+    a->query = 1;
+    return 0;
+  }
+  if (!strcmp(s, "topo")) return a->view = a->sub = V_TOPO, 1;
+  if (!strcmp(s, "dmon")) return a->view = a->sub = V_DMON, 1;
+  if (!strcmp(s, "pmon")) return a->view = a->sub = V_PMON, 1;
+  if (!strcmp(s, "nvlink")) return a->view = a->sub = V_NVLINK_S, 1;
+  if (a->sub == V_TOPO && (!strcmp(s, "-m") || !strcmp(s, "--matrix"))) return 1;
+  if (a->sub == V_NVLINK_S && (!strcmp(s, "-s") || !strcmp(s, "--status"))) return a->view = V_NVLINK_S, 1;
+  if (a->sub == V_NVLINK_S && (!strcmp(s, "-c") || !strcmp(s, "--capabilities"))) return a->view = V_NVLINK_C, 1;
+  if ((a->sub == V_DMON || a->sub == V_PMON) && !strcmp(s, "-c")) {
+    NEED("-c");
+    return (rc = set(c, "samples", v)) ? rc : 2;
+  }
+  if ((a->sub == V_DMON || a->sub == V_PMON) && !strcmp(s, "-d")) {
+    NEED("-d");
+    return (rc = set(c, "interval", v)) ? rc : 2;
+  }
+  if ((a->sub == V_DMON || a->sub == V_PMON) && !strcmp(s, "-s")) {
+    NEED("-s");
+    if (strlen(v) >= sizeof a->select || strspn(v, a->sub == V_DMON ? "pucvmet" : "um") != strlen(v))
+      return -cli_fail(c, EXIT_USAGE, "smi: %s -s takes letters of %s", a->sub == V_DMON ? "dmon" : "pmon",
+                       a->sub == V_DMON ? "pucvmet" : "um");
+    snprintf(a->select, sizeof a->select, "%s", v);
+    return 2;
+  }
+  if (!strcmp(s, "-q") || !strcmp(s, "--query")) return a->view = V_QUERY, 1;
+  if (!strcmp(s, "-x") || !strcmp(s, "--xml-format")) {
+    a->xml = 1;
+    if (a->view == V_TABLE) a->view = V_XML;
     return 1;
   }
+  if (!strcmp(s, "-L") || !strcmp(s, "--list-gpus")) return a->view = V_LIST, 1;
+  if (!strcmp(s, "-d") || !strncmp(s, "--display=", 10)) {
+    const char *d = s[1] == 'd' ? v : s + 10;
+    size_t k;
+    static const char *known[] = {"MEMORY", "UTILIZATION", "ECC", "TEMPERATURE", "POWER", "CLOCK", "COMPUTE",
+                                  "PIDS", "PERFORMANCE", "PAGE_RETIREMENT", "ROW_REMAPPER"};
+    char buf[160], *tok, *next;
+    if (!d) return -cli_fail(c, EXIT_USAGE, "smi: -d needs a value");
+    if (strlen(d) >= sizeof a->display) return -cli_fail(c, EXIT_USAGE, "smi: -d: too long");
+    for (k = 0; d[k]; k++) buf[k] = (char)toupper((unsigned char)d[k]);
+    buf[k] = '\0';
+    snprintf(a->display, sizeof a->display, "%s", buf);
+    for (tok = buf; tok; tok = next) {
+      next = strchr(tok, ',');
+      if (next) *next++ = '\0';
+      for (k = 0; k < sizeof known / sizeof known[0] && strcmp(known[k], tok); k++) {}
+      if (k == sizeof known / sizeof known[0])
+        return -cli_fail(c, EXIT_USAGE, "smi: -d '%s' is not one of MEMORY, UTILIZATION, ECC, TEMPERATURE, POWER, "
+                         "CLOCK, COMPUTE, PIDS, PERFORMANCE, PAGE_RETIREMENT, ROW_REMAPPER", tok);
+    }
+    if (a->view == V_TABLE) a->view = V_QUERY;
+    return s[1] == 'd' ? 2 : 1;
+  }
+  if (!strcmp(s, "-i")) {
+    NEED("-i");
+    return (rc = set(c, "gpu_ids", v)) ? rc : 2;
+  }
+  if (!strcmp(s, "-l") || !strncmp(s, "--loop=", 7) || !strcmp(s, "-lms") || !strncmp(s, "--loop-ms=", 10)) {
+    const char *x = s[1] == 'l' ? v : strchr(s, '=') + 1;
+    int ms = !strcmp(s, "-lms") || !strncmp(s, "--loop-ms=", 10);
+    char *end;
+    double n;
+    if (!x) return -cli_fail(c, EXIT_USAGE, "smi: %s needs a value", s);
+    n = strtod(x, &end);
+    if (*end || !(n >= 1) || n > (ms ? 3.6e6 : 3600) || n != floor(n))
+      return -cli_fail(c, EXIT_USAGE, "smi: %s takes an integer 1..%s", s, ms ? "3600000 (ms)" : "3600 (s)");
+    a->loop_s = ms ? n / 1000 : n;
+    return s[1] == 'l' && s[2] != '-' && (s[2] == 0 || !strcmp(s, "-lms")) ? 2 : 1;
+  }
+#undef NEED
   return 0;
 }
 
 static const char smi_usage[] =
-    "usage: gpuplan smi [--sim SKU[:N] [--fault NAME[@GPU]]... [--load SECONDS] [--busy F]]\n"
-    "                   [--query-gpu=FIELD,... --format=csv[,noheader][,nounits]] [topo -m] [dmon [-c N]]\n"
-    "\n"
-    "The nvidia-smi view of this machine's GPUs (through the CUDA driver, loaded at\n"
-    "run time) or of simulated ones.  Without a driver it says so, as nvidia-smi does.\n"
-    "\n"
-    "  --sim SKU[:N]      N mock GPUs of a catalog SKU (e.g. a100-80gb:8)\n"
-    "  --fault NAME[@GPU] inject a fault (all GPUs without @): oom, cuda-mismatch,\n"
-    "                     gpu-not-found, ecc, thermal, data-starvation, nvlink-down\n"
-    "  --load SECONDS     simulated training load before the view [600]\n"
-    "  --busy F           fraction of the time the GPU is busy when fed [0.95]\n"
-    "  --mem F            fraction of the free memory the job's PyTorch cache holds [0.87]\n"
-    "  --query-gpu=...    fields as nvidia-smi: index, name, uuid, pci.bus_id, driver_version,\n"
-    "                     memory.total/used/free, temperature.gpu, utilization.gpu/memory,\n"
-    "                     power.draw/limit, clocks.sm, clocks.max.sm, pstate, compute_cap,\n"
-    "                     ecc.errors.(un)corrected.volatile.total, clocks_throttle_reasons.active,\n"
-    "                     gpuplan.sku (the catalog SKU the device matches)\n"
-    "  topo -m            the GPU interconnect matrix (NV# or PHB)\n"
-    "  dmon [-c N]        N one-second samples of power, temperature, utilisation, clocks [5]\n";
+    "usage: gpuplan smi [--sim SKU[:N] [--fault NAME[@GPU]]... [--job MODEL] ...] [-i ID[,ID...]]\n"
+    "                   [-L | -q [-d TYPES] | -x | --query-gpu=FIELDS --format=csv[,noheader][,nounits]\n"
+    "                    | --query-compute-apps=FIELDS --format=csv | topo -m | dmon [-s pucvmet] [-c N]\n"
+    "                    | pmon [-s um] [-c N] | nvlink -s | nvlink -c] [-l SECONDS | -lms MS] [--json]";
+static const char smi_about[] =
+    "The nvidia-smi view of this machine's GPUs (the CUDA driver and NVML, loaded\n"
+    "at run time) or of simulated ones: N mock GPUs of a catalog SKU running a\n"
+    "training program, with the seven problems of the seed article as faults\n"
+    "(oom, cuda-mismatch, gpu-not-found, ecc, thermal, data-starvation, nvlink-down).\n"
+    "nvidia-smi's forms work as nvidia-smi's: -L lists the GPUs, -q [-d MEMORY,\n"
+    "UTILIZATION,ECC,TEMPERATURE,POWER,CLOCK,COMPUTE,PIDS,PERFORMANCE] prints the\n"
+    "details, -x as XML, -i selects GPUs, -l N repeats every N seconds, topo -m the\n"
+    "interconnect with CPU/NUMA affinity, dmon/pmon samples, nvlink -s/-c links.\n"
+    "--json prints one document with every field (schema gpuplan.smi/1); --csv\n"
+    "the query's rows.  Exit status as nvidia-smi's: 9 when the driver cannot be\n"
+    "reached, else 0, 1 (run-time error) or 2 (usage error).\n";
 
 int cmd_smi(cli *c, int argc, char **argv) {
-  smi_opts o;
-  machine m;
-  const char *query = NULL, *format = NULL;
-  int topo = 0, dmon = 0, count = 5, i, rc;
-  smi_defaults(&o);
-  for (i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (cli_is_help(a)) {
-      fputs(smi_usage, stdout);
-      return EXIT_OK;
-    }
-    if ((rc = common_opt(c, argc, argv, &i, &o, "smi"))) {
-      if (rc != 1) return rc;
-    } else if (!strncmp(a, "--query-gpu=", 12)) query = a + 12;
-    else if (!strncmp(a, "--format=", 9)) format = a + 9;
-    else if (!strcmp(a, "topo")) topo = 1;
-    else if (!strcmp(a, "-m") && topo) continue;
-    else if (!strcmp(a, "dmon")) dmon = 1;
-    else if (!strcmp(a, "-c") && dmon && i + 1 < argc) {
-      count = atoi(argv[++i]);
-      if (count < 1 || count > 3600) return cli_fail(c, EXIT_USAGE, "smi: dmon -c takes 1..3600");
-    } else if (!strcmp(a, "-s") && dmon && i + 1 < argc) i++; /* dmon -s u: the columns shown are fixed */
-    else return cli_fail(c, EXIT_USAGE, "smi: unexpected argument '%s' (see gpuplan smi --help)", a);
-  }
-  if ((rc = machine_open(c, &o, &m))) return rc;
-  if (!m.backend || m.open_rc) {
-    /* nvidia-smi's own words when the driver is missing or broken */
-    if (m.sim || m.open_rc == GPUPLAN_EUNSUPPORTED)
-      fprintf(stderr, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
-                      "that the latest NVIDIA driver is installed and running.\n");
-    if (!m.sim) fprintf(stderr, "gpuplan: %s\n", m.open_msg);
-    machine_close(&m);
-    return 9; /* nvidia-smi's exit status when the driver is not loaded */
-  }
-  if ((dmon || topo) && !m.sim) {
-    gpuplan_device_telemetry t;
-    if (m.ndev > 0 && gpuplan_backend_telemetry(m.backend, 0, &t) != GPUPLAN_OK) {
-      rc = cli_fail(c, EXIT_RUNTIME, "smi: %s", gpuplan_errmsg(c->ctx));
-      machine_close(&m);
-      return rc;
-    }
-  }
-  if (query) rc = smi_query(c, &m, query, format);
-  else if (topo) smi_topo(&m);
-  else if (dmon) smi_dmon(&m, count);
-  else smi_table(c, &m);
-  machine_close(&m);
-  return rc;
+  int cmd = gpuplan_command_find("smi"), rc, code;
+  smi_args a;
+  gpuplan_job *job = NULL;
+  gpuplan_doc *doc = NULL;
+  cli_out out;
+  memset(&a, 0, sizeof a);
+  if ((rc = cli_catalog(c))) return rc;
+  if ((rc = gpuplan_job_new(c->ctx, c->cat, &job))) return cli_lib_fail(c, rc);
+  c->job = job;
+  code = cli_parse(c, cmd, argc, argv, job, &out, smi_extra, &a);
+  if (!code && out.help) cli_help(cmd, smi_usage, smi_about, stdout);
+  else if (!code && a.query && !a.format_given && out.format == FMT_TABLE)
+    code = cli_fail(c, EXIT_USAGE, "smi: --query-gpu and --query-compute-apps need --format=csv[,noheader][,nounits]");
+  else if (!code && (rc = gpuplan_job_run(job, "smi", &doc)))
+    code = cli_job_fail(c, "smi", rc);
+  else if (!code && out.format != FMT_TABLE)
+    code = cli_emit(c, "smi", doc, out.format);
+  else if (!code)
+    code = smi_render(c, &a, doc);
+  gpuplan_doc_free(doc);
+  gpuplan_job_free(job);
+  c->job = NULL;
+  return code;
 }
 
 /* --- doctor ------------------------------------------------------------------------- */
 
-typedef struct report {
-  int fails, warns;
-} report;
-
-static void finding(report *r, const char *level, const char *what, const char *fix) {
-  printf("[%s] %s\n", level, what);
-  if (fix) printf("       fix: %s\n", fix);
-  if (!strcmp(level, "FAIL")) r->fails++;
-  else if (!strcmp(level, "WARN")) r->warns++;
+static int doctor_render(cli *c, gpuplan_doc *doc) {
+  const gpuplan_value *r = gpuplan_doc_root(doc), *fs = dv(r, "findings");
+  size_t i, k;
+  char buf[1600];
+  (void)c;
+  printf("gpuplan doctor: %s\n\n", dstr(r, "target"));
+  for (i = 0; i < count(fs); i++) {
+    const gpuplan_value *f = at(fs, i), *cmds = dv(f, "commands"), *nv = dv(f, "nvidia_smi");
+    const char *lvl = dstr(f, "level");
+    printf("[%s] %s\n", !strcmp(lvl, "fail") ? "FAIL" : !strcmp(lvl, "warn") ? "WARN" : lvl,
+           term_safe(dstr(f, "message"), buf, sizeof buf));
+    if (!disnull(f, "fix")) printf("       fix: %s\n", term_safe(dstr(f, "fix"), buf, sizeof buf));
+    for (k = 0; k < count(cmds); k++)
+      printf("       see: %s   (%s)\n", gpuplan_value_string(at(cmds, k), NULL), gpuplan_value_string(at(nv, k), NULL));
+  }
+  printf("\n%lld failure(s), %lld warning(s)\n", (long long)dint(r, "failures"), (long long)dint(r, "warnings"));
+  return dbool(r, "ok") ? EXIT_OK : EXIT_RUNTIME;
 }
 
-static const char doctor_usage[] =
-    "usage: gpuplan doctor [--sim SKU[:N] [--fault NAME[@GPU]]... [--load SECONDS]] [--torch-cuda X.Y]\n"
-    "\n"
-    "Check a GPU environment and print findings with fixes: driver present,\n"
-    "driver vs the framework's CUDA runtime, devices visible, ECC, NVLink,\n"
-    "throttling, utilisation, other processes holding memory.  On this machine\n"
+static const char doctor_about[] =
+    "Check a GPU environment and print findings with fixes: the driver, the\n"
+    "framework's CUDA runtime against it (CUDA's minor-version compatibility:\n"
+    "a 12.x runtime runs on any 525.60.13+ driver), the framework's kernels\n"
+    "against each GPU's architecture (PyTorch's wheel arch lists), devices\n"
+    "visible, GPUs lost, ECC, NVLink, throttling, utilisation, other processes\n"
+    "holding memory.  GPUs that look alike are reported together, each finding\n"
+    "with the gpuplan smi and nvidia-smi commands that show it.  On this machine\n"
     "through the CUDA driver, or on simulated GPUs with injected faults.\n"
-    "Exit status 0 when nothing fails, 1 otherwise.\n"
-    "\n"
-    "  --torch-cuda X.Y   the CUDA runtime the framework was built with [12.1]\n";
+    "--json prints the findings as one document (schema gpuplan.doctor/1).\n"
+    "Exit status 0 when nothing fails, 1 otherwise.\n";
 
-/* The step-time cost of losing NVLink, from the performance model: a
- * reference job (Llama-2-13B, tensor parallel across the node's GPUs, 256
- * sequences per step) with the SKU's NVLink vs with PCIe. */
-static int nvlink_impact(cli *c, const gpuplan_gpu *g, int ngpu, double *with_s, double *without_s, int *tp_out) {
-  const gpuplan_model *mdl;
-  const gpuplan_fabric *pcie;
-  gpuplan_memory_options o = GPUPLAN_MEMORY_OPTIONS_INIT;
-  gpuplan_cluster cl;
-  gpuplan_perf a, b;
-  char fab[16];
-  int tp = ngpu >= 8 ? 8 : ngpu >= 4 ? 4 : ngpu >= 2 ? 2 : 1;
-  if (tp < 2 || gpuplan_catalog_model(c->cat, "llama-2-13b", &mdl)) return -1;
-  snprintf(fab, sizeof fab, "pcie%d", isfinite(g->pcie_gen) ? (int)g->pcie_gen : 4);
-  if (gpuplan_catalog_fabric(c->cat, fab, &pcie)) return -1;
-  o.tp = tp;
-  o.sequence_parallel = 1;
-  o.dp_mode = GPUPLAN_DP_ZERO1;
-  if (gpuplan_cluster_default(c->ctx, c->cat, g, tp, tp, &cl)) return -1;
-  if (gpuplan_perf_eval(c->ctx, mdl, &cl, &o, 256, 0, NULL, &a)) return -1;
-  cl.intra_bw_bytes_s = pcie->bw_bytes_s;
-  cl.intra_latency_s = pcie->latency_s;
-  cl.intra_name = "pcie";
-  if (gpuplan_perf_eval(c->ctx, mdl, &cl, &o, 256, 0, NULL, &b)) return -1;
-  *with_s = a.step_s;
-  *without_s = b.step_s;
-  *tp_out = tp;
-  return 0;
-}
-
+/* As cli_run, but a failed check exits 1 with --json too (cron jobs read
+ * the document and the status). */
 int cmd_doctor(cli *c, int argc, char **argv) {
-  smi_opts o;
-  machine m;
-  report r = {0, 0};
-  gpuplan_driver_info drv;
-  char buf[1024];
-  int i, rc;
-  smi_defaults(&o);
-  for (i = 1; i < argc; i++) {
-    if (cli_is_help(argv[i])) {
-      fputs(doctor_usage, stdout);
-      return EXIT_OK;
-    }
-    if ((rc = common_opt(c, argc, argv, &i, &o, "doctor"))) {
-      if (rc != 1) return rc;
-    } else {
-      return cli_fail(c, EXIT_USAGE, "doctor: unexpected argument '%s' (see gpuplan doctor --help)", argv[i]);
-    }
-  }
-  if ((rc = machine_open(c, &o, &m))) return rc;
-  printf("gpuplan doctor: %s\n\n", m.sim ? "simulated GPUs" : "this machine");
-  /* 1. the driver */
-  if (!m.backend || m.open_rc || gpuplan_backend_driver(m.backend, &drv)) {
-    snprintf(buf, sizeof buf, "no working NVIDIA driver: %s",
-             m.open_msg[0] ? m.open_msg : gpuplan_errmsg(c->ctx));
-    finding(&r, "FAIL", buf,
-            "check the VM size has a GPU (ND/NC series), the NVIDIA driver VM extension or package is installed "
-            "(lsmod | grep nvidia; dmesg | grep -i nvrm), reboot after a kernel update, reinstall the driver; in "
-            "containers run with --gpus all (NVIDIA container toolkit)");
-    machine_close(&m);
-    printf("\n%d failure(s), %d warning(s)\n", r.fails, r.warns);
-    return EXIT_RUNTIME;
-  }
-  snprintf(buf, sizeof buf, "driver present (%s), supports CUDA up to %d.%d", drv.library, drv.cuda_version / 1000,
-           drv.cuda_version % 1000 / 10);
-  finding(&r, "ok", buf, NULL);
-  /* 2. driver vs runtime: versions as the driver encodes them, 12.2 = 12020 */
-  if ((int)floor(o.torch_cuda) * 1000 + (int)floor((o.torch_cuda - floor(o.torch_cuda)) * 10 + 0.5) * 10 >
-      drv.cuda_version) {
-    snprintf(buf, sizeof buf,
-             "the framework's CUDA runtime %.1f is newer than the driver supports (%d.%d): \"CUDA driver version "
-             "is insufficient for CUDA runtime version\"", o.torch_cuda, drv.cuda_version / 1000,
-             drv.cuda_version % 1000 / 10);
-    finding(&r, "FAIL", buf, "update the driver, or use a framework build for an older CUDA, or an NGC container "
-                             "(nvcr.io/nvidia/pytorch) whose CUDA the driver supports");
-  } else {
-    snprintf(buf, sizeof buf, "framework CUDA runtime %.1f <= driver's CUDA %d.%d", o.torch_cuda,
-             drv.cuda_version / 1000, drv.cuda_version % 1000 / 10);
-    finding(&r, "ok", buf, NULL);
-  }
-  /* 3. devices */
-  if (m.ndev < 1) finding(&r, "FAIL", "the driver sees no GPU", "check CUDA_VISIBLE_DEVICES and the VM size");
-  for (i = 0; i < m.ndev; i++) {
-    gpuplan_device_info info;
-    gpuplan_device_telemetry t;
-    const char *msg = NULL;
-    uint64_t used, others;
-    int tel;
-    if (gpuplan_backend_device_info(m.backend, i, c->cat, &info)) continue;
-    snprintf(buf, sizeof buf, "GPU %d: %s, %.0f MiB, compute capability %d.%d%s%s", i, info.name,
-             (double)info.total_bytes / MiB, info.cc_major, info.cc_minor, info.sku ? ", catalog " : "",
-             info.sku ? info.sku->id : "");
-    finding(&r, "ok", buf, NULL);
-    tel = gpuplan_backend_telemetry(m.backend, i, &t) == GPUPLAN_OK;
-    if (!tel && i == 0) {
-      snprintf(buf, sizeof buf, "no telemetry (%s): ECC, NVLink and throttling not checked", gpuplan_errmsg(c->ctx));
-      finding(&r, "WARN", buf, "install the NVIDIA driver's NVML (libnvidia-ml.so.1), part of every driver package");
-    }
-    /* a mock device: a short probe run shows what the framework would print */
-    if (m.sim && gpuplan_mock_run(m.sim, i, 0.0, 0.95, &msg) != GPUPLAN_OK && msg &&
-        gpuplan_mock_has_fault(m.sim, i, GPUPLAN_FAULT_CUDA_MISMATCH)) {
-      snprintf(buf, sizeof buf, "GPU %d: %s: the framework has no kernels for compute capability %d.%d", i, msg,
-               info.cc_major, info.cc_minor);
-      finding(&r, "FAIL", buf,
-              "collect the three versions (nvidia-smi, nvcc --version, python -c \"import torch; "
-              "print(torch.version.cuda, torch.cuda.get_arch_list())\"); install a build whose arch list includes "
-              "this GPU, or use a known-good NGC container");
-    }
-    if (tel && t.ecc_uncorrected > 0) {
-      snprintf(buf, sizeof buf,
-               "GPU %d: %lld uncorrected ECC errors (volatile); jobs fail with \"RuntimeError: CUDA error: "
-               "uncorrectable ECC error encountered\"", i, t.ecc_uncorrected);
-      finding(&r, "FAIL", buf,
-              "drain the node (scontrol update nodename=... state=drain), check nvidia-smi -q -d ECC and page "
-              "retirement; in the cloud open a ticket for host replacement; count on downtime");
-    }
-    if (tel && t.nvlink_links > 0 && t.nvlink_up == 0) {
-      double w, wo;
-      int tp;
-      snprintf(buf, sizeof buf,
-               "GPU %d: NVLink not detected (0 of %d links up): topo -m shows PHB, tensor-parallel traffic goes over "
-               "PCIe", i, t.nvlink_links);
-      finding(&r, "FAIL", buf,
-              "check the VM series (ND has NVLink/NVSwitch, NC and NV do not), nvidia-smi nvlink -s, and the "
-              "fabric manager (systemctl status nvidia-fabricmanager) on NVSwitch systems; keep tp within one "
-              "NVLink domain (gpuplan topo --layout)");
-      if (info.sku && nvlink_impact(c, info.sku, m.ndev, &w, &wo, &tp) == 0) {
-        snprintf(buf, sizeof buf,
-                 "GPU %d: the cost, by the performance model: Llama-2-13B with tp %d, 256 sequences per step, "
-                 "%.2f s per step on NVLink, %.2f s on PCIe (%.0f%% slower)", i, tp, w, wo, 100 * (wo / w - 1));
-        finding(&r, "info", buf, NULL);
-      }
-    }
-    if (tel && t.throttle > 0 && (t.throttle & (GPUPLAN_THROTTLE_SW_THERMAL | GPUPLAN_THROTTLE_HW_SLOWDOWN |
-                                               GPUPLAN_THROTTLE_HW_THERMAL))) {
-      double slower = t.sm_clock_mhz > 0 && t.max_sm_clock_mhz > 0
-                          ? 100.0 * ((double)t.max_sm_clock_mhz / t.sm_clock_mhz - 1) : NAN;
-      if (m.sim) {
-        gpuplan_mock_telemetry st;
-        gpuplan_mock_telemetry_read(m.sim, i, &st);
-        slower = 100 * (1 / st.speed - 1);
-      }
-      snprintf(buf, sizeof buf, "GPU %d: thermal throttling: %.0f C, P%d, SM clock %d of %d MHz (steps %.0f%% slower)",
-               i, t.temperature_c, t.pstate, t.sm_clock_mhz, t.max_sm_clock_mhz, slower);
-      finding(&r, "FAIL", buf,
-              "check inlet temperature and fans (nvidia-smi -q -d TEMPERATURE,PERFORMANCE); in the cloud this "
-              "is a ticket for the provider; meanwhile drain the node from tightly coupled jobs");
-    }
-    if (m.sim && tel && o.load_s > 0 && t.gpu_util > 0 && t.gpu_util < 0.5) {
-      snprintf(buf, sizeof buf, "GPU %d: utilisation %.0f%% under a training load: the input pipeline starves the GPU",
-               i, 100 * t.gpu_util);
-      finding(&r, "FAIL", buf,
-              "raise DataLoader num_workers, pin_memory=True, cache the dataset on local NVMe, use a streaming "
-              "format (WebDataset, MDS), prefetch; profile with torch.profiler to confirm");
-    }
-    memory_of(&m, i, &info, &used, &others);
-    if (m.sim && others > info.total_bytes / 10) {
-      snprintf(buf, sizeof buf,
-               "GPU %d: other processes hold %.0f MiB of %.0f MiB: this job will hit CUDA out of memory", i,
-               (double)others / MiB, (double)info.total_bytes / MiB);
-      finding(&r, "FAIL", buf,
-              "find them (nvidia-smi --query-compute-apps=pid,used_memory --format=csv), stop leftover ranks and "
-              "notebook kernels; then size the job with gpuplan plan (the fix ladder: micro-batch, checkpointing, "
-              "ZeRO, bf16, bigger GPU)");
-    } else if (!m.sim && used > info.total_bytes / 10) {
-      snprintf(buf, sizeof buf, "GPU %d: %.0f MiB already in use before this job", i, (double)used / MiB);
-      finding(&r, "WARN", buf, "list processes with nvidia-smi; stop leftover jobs or notebook kernels");
-    }
-  }
-  machine_close(&m);
-  printf("\n%d failure(s), %d warning(s)\n", r.fails, r.warns);
-  return r.fails ? EXIT_RUNTIME : EXIT_OK;
+  static const char usage[] =
+      "usage: gpuplan doctor [--sim SKU[:N] [--fault NAME[@GPU]]...] [--torch-cuda X.Y] [--torch 2.8] [--json]";
+  int cmd = gpuplan_command_find("doctor"), rc, code;
+  gpuplan_job *job = NULL;
+  gpuplan_doc *doc = NULL;
+  cli_out out;
+  if ((rc = cli_catalog(c))) return rc;
+  if ((rc = gpuplan_job_new(c->ctx, c->cat, &job))) return cli_lib_fail(c, rc);
+  c->job = job;
+  code = cli_parse(c, cmd, argc, argv, job, &out, NULL, NULL);
+  if (!code && out.help) cli_help(cmd, usage, doctor_about, stdout);
+  else if (!code && (rc = gpuplan_job_run(job, "doctor", &doc))) code = cli_job_fail(c, "doctor", rc);
+  else if (!code && out.format != FMT_TABLE) {
+    code = cli_emit(c, "doctor", doc, out.format);
+    if (!code && !dbool(gpuplan_doc_root(doc), "ok")) code = EXIT_RUNTIME;
+  } else if (!code)
+    code = doctor_render(c, doc);
+  gpuplan_doc_free(doc);
+  gpuplan_job_free(job);
+  c->job = NULL;
+  return code;
 }

@@ -323,10 +323,24 @@ static int progress_bar(void *payload, uint64_t done, uint64_t total) {
   return 0;
 }
 
+/* plan --check: exit 3 when the worst rank does not fit (for scripts). */
+static int plan_status(const gpuplan_doc *doc) {
+  return dbool(gpuplan_doc_root(doc), "worst.fits") ? EXIT_OK : 3;
+}
+
+static int plan_extra(cli *c, void *payload, int argc, char **argv, int i) {
+  (void)payload;
+  (void)argc;
+  if (strcmp(argv[i], "--check") != 0) return 0;
+  c->status = plan_status;
+  return 1;
+}
+
 int cmd_plan(cli *c, int argc, char **argv) {
   return cli_run(c, gpuplan_command_find("plan"), argc, argv,
-                 "usage: gpuplan plan MODEL (--gpu SKU [--gpus N] | --node VM [--nodes K]) [options] [--json|--csv]",
-                 plan_about, render_plan, NULL, NULL);
+                 "usage: gpuplan plan MODEL (--gpu SKU [--gpus N] | --node VM [--nodes K]) [options] [--json|--csv]\n"
+                 "                    [--check]   (exit 3 when it does not fit)",
+                 plan_about, render_plan, plan_extra, NULL);
 }
 int cmd_perf(cli *c, int argc, char **argv) {
   return cli_run(c, gpuplan_command_find("perf"), argc, argv,

@@ -23,6 +23,7 @@
 typedef struct lcatalog {
   gpuplan_ctx *ctx;
   gpuplan_catalog *cat;
+  gpuplan_job *job; /* reused by every call */
 } lcatalog;
 
 /* --- results --------------------------------------------------------------- */
@@ -81,66 +82,6 @@ static void push_record(lua_State *L, gpuplan_kind kind, const void *rec) {
   }
 }
 
-static void push_memory(lua_State *L, const gpuplan_memory *r) {
-  int i, n = 0;
-  lua_createtable(L, 0, 12);
-  set_int(L, "stage", r->stage);
-  set_int(L, "layers", r->layers);
-  set_num(L, "microbatches_in_flight", r->microbatches_in_flight);
-  set_num(L, "params_rank", r->params_rank);
-  lua_newtable(L);
-  for (i = 0; i < GPUPLAN_MEM_COUNT; i++) {
-    if (!r->item[i].bytes) continue;
-    lua_createtable(L, 0, 3);
-    set_str(L, "name", r->item[i].name);
-    set_u64(L, "bytes", r->item[i].bytes);
-    set_str(L, "formula", r->item[i].formula);
-    lua_rawseti(L, -2, ++n);
-  }
-  lua_setfield(L, -2, "components");
-  set_u64(L, "total_bytes", r->total);
-  set_u64(L, "capacity_bytes", r->capacity);
-  set_bool(L, "fits", r->fits);
-  set_int(L, "headroom_bytes", r->headroom);
-  set_u64(L, "host_bytes", r->host_bytes);
-  if (r->kv_bytes_per_token) {
-    set_u64(L, "kv_bytes_per_token", r->kv_bytes_per_token);
-    set_u64(L, "kv_waste_bytes", r->kv_waste_bytes);
-    set_int(L, "max_sequences", r->max_sequences);
-  }
-}
-
-static void push_perf(lua_State *L, const gpuplan_perf *p, double tokens) {
-  lua_createtable(L, 0, 18);
-  set_int(L, "gpus", p->gpus);
-  set_int(L, "global_batch", p->global_batch);
-  set_num(L, "step_s", p->step_s);
-  lua_createtable(L, 0, 7);
-  set_num(L, "compute", p->compute_s);
-  set_num(L, "bubble", p->bubble_s);
-  set_num(L, "tp_comm", p->tp_comm_s);
-  set_num(L, "cp_comm", p->cp_comm_s);
-  set_num(L, "pp_comm", p->pp_comm_s);
-  set_num(L, "dp_comm", p->dp_comm_s);
-  set_num(L, "optimizer", p->optimizer_s);
-  lua_setfield(L, -2, "breakdown_s");
-  set_num(L, "tokens_per_s", p->tokens_per_s);
-  set_num(L, "mfu", p->mfu);
-  set_num(L, "hfu", p->hfu);
-  set_num(L, "model_flops_per_token", p->model_flops_per_token);
-  lua_createtable(L, 0, 3);
-  set_num(L, "nvlink", p->bytes_nvlink_per_gpu);
-  set_num(L, "pcie", p->bytes_pcie_per_gpu);
-  set_num(L, "network", p->bytes_network_per_gpu);
-  lua_setfield(L, -2, "bytes_per_step_per_gpu");
-  set_num(L, "cost_per_hour", p->cost_per_hour);
-  set_num(L, "cost_per_mtok", p->cost_per_mtok);
-  set_num(L, "train_tokens", tokens);
-  set_num(L, "train_seconds", p->train_seconds);
-  set_num(L, "train_cost", p->train_cost);
-  set_num(L, "peak_flops", p->peak_flops);
-}
-
 /* --- the catalog handle ------------------------------------------------------ */
 
 static lcatalog *check_catalog(lua_State *L) {
@@ -152,6 +93,8 @@ static lcatalog *check_catalog(lua_State *L) {
 /* __gc, __close and close(): idempotent. */
 static int catalog_close(lua_State *L) {
   lcatalog *c = (lcatalog *)luaL_checkudata(L, 1, CATALOG_MT);
+  gpuplan_job_free(c->job);
+  c->job = NULL;
   gpuplan_catalog_free(c->cat);
   gpuplan_ctx_free(c->ctx);
   c->cat = NULL;
@@ -184,11 +127,16 @@ static int l_open(lua_State *L) {
   c = (lcatalog *)lua_newuserdatauv(L, sizeof *c, 0);
   c->ctx = NULL;
   c->cat = NULL;
+  c->job = NULL;
   luaL_setmetatable(L, CATALOG_MT);
   if ((rc = gpuplan_ctx_new(&c->ctx, NULL))) return fail(L, rc, "cannot create a context");
   if (path) rc = gpuplan_catalog_open(c->ctx, path, 0, &c->cat);
   else if (layer) rc = gpuplan_catalog_open(c->ctx, layer, GPUPLAN_CATALOG_LAYER, &c->cat);
   else rc = gpuplan_catalog_open_default(c->ctx, &c->cat);
+  if (!rc && (rc = gpuplan_job_new(c->ctx, c->cat, &c->job))) {
+    gpuplan_catalog_free(c->cat);
+    c->cat = NULL;
+  }
   if (rc) {
     snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(c->ctx));
     gpuplan_ctx_free(c->ctx); /* the userdata is collected later; __gc sees NULLs */
@@ -233,25 +181,7 @@ static int catalog_list(lua_State *L) {
   return 1;
 }
 
-/* --- a job: model, hardware and options from (model, gpu, opts) ------------- */
-
-/* A job, and the message of its failure (copied before anything can raise). */
-typedef struct job {
-  gpuplan_jobspec j;
-  char msg[512];
-} job;
-
-/* Keys of the options table that are not memory options. */
-static const char *const job_keys[] = {"gpus", "node", "nodes", "per_node", "max_gpus", "per_rank",
-                                       "global_batch", "tokens", "top", "objective", "steps",
-                                       "alloc_conf", "keep_grads", "other_procs", NULL};
-
-static int is_job_key(const char *k) {
-  int i;
-  for (i = 0; job_keys[i]; i++)
-    if (strcmp(k, job_keys[i]) == 0) return 1;
-  return 0;
-}
+/* --- option readers for devices (moving to the job API) ------------------- */
 
 static int64_t opt_int(lua_State *L, int opts, const char *k, int64_t dflt) {
   int64_t v = dflt;
@@ -298,287 +228,189 @@ static const char *opt_str(lua_State *L, int opts, const char *k, char *buf, siz
   return v;
 }
 
-static int opt_bool(lua_State *L, int opts, const char *k) {
-  int v = 0;
-  if (lua_isnoneornil(L, opts)) return 0;
-  lua_getfield(L, opts, k);
-  v = lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  return v;
-}
 
 /* Memory options from the opts table.  Unknown keys and wrong Lua types
  * raise (misuse); bad values return GPUPLAN_EINVAL with j->msg. */
-static int options_from(lua_State *L, lcatalog *c, int opts, job *j) {
-  gpuplan_memory_options d = GPUPLAN_MEMORY_OPTIONS_INIT;
-  j->j.options = d;
-  if (lua_isnoneornil(L, opts)) return 0;
-  luaL_checktype(L, opts, LUA_TTABLE);
+/* --- the job API: every command is (options table) -> document table ------ */
+
+/* A document value as a Lua value: objects and arrays as tables, null as nil
+ * (absent), integers as integers where Lua has them. */
+static void push_value(lua_State *L, const gpuplan_value *v) {
+  size_t i, n, len;
+  const char *s;
+  switch (gpuplan_value_type_of(v)) {
+  case GPUPLAN_VALUE_NULL: lua_pushnil(L); break;
+  case GPUPLAN_VALUE_BOOL: lua_pushboolean(L, gpuplan_value_bool(v)); break;
+  case GPUPLAN_VALUE_INT: lua_pushinteger(L, (lua_Integer)gpuplan_value_int(v)); break;
+  case GPUPLAN_VALUE_REAL: lua_pushnumber(L, (lua_Number)gpuplan_value_real(v)); break;
+  case GPUPLAN_VALUE_STRING:
+    s = gpuplan_value_string(v, &len);
+    lua_pushlstring(L, s, len);
+    break;
+  case GPUPLAN_VALUE_ARRAY:
+    n = gpuplan_value_count(v);
+    luaL_checkstack(L, 4, "document too deep");
+    lua_createtable(L, (int)n, 0);
+    for (i = 0; i < n; i++) {
+      push_value(L, gpuplan_value_at(v, i));
+      lua_rawseti(L, -2, (int)i + 1);
+    }
+    break;
+  case GPUPLAN_VALUE_OBJECT:
+    n = gpuplan_value_count(v);
+    luaL_checkstack(L, 4, "document too deep");
+    lua_createtable(L, 0, (int)n);
+    for (i = 0; i < n; i++) {
+      push_value(L, gpuplan_value_at(v, i));
+      lua_setfield(L, -2, gpuplan_value_key(v, i));
+    }
+    break;
+  }
+}
+
+/* Set one option from a Lua value; returns a status code. */
+static int set_one(lua_State *L, gpuplan_job *job, const char *name, int idx) {
+  switch (lua_type(L, idx)) {
+  case LUA_TBOOLEAN: return gpuplan_job_set_bool(job, name, lua_toboolean(L, idx));
+  case LUA_TNUMBER: {
+#if LUA_VERSION_NUM >= 503
+    if (lua_isinteger(L, idx)) return gpuplan_job_set_int(job, name, (int64_t)lua_tointeger(L, idx));
+#endif
+    {
+      lua_Number x = lua_tonumber(L, idx);
+      if (x == (lua_Number)(int64_t)x && x > -9.2e18 && x < 9.2e18) return gpuplan_job_set_int(job, name, (int64_t)x);
+      return gpuplan_job_set_real(job, name, (double)x);
+    }
+  }
+  case LUA_TSTRING: {
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    return gpuplan_job_set_text(job, name, s, len);
+  }
+  default:
+    return GPUPLAN_EMISUSE;
+  }
+}
+
+/* Options from the table at index opts into the job: a list (array table)
+ * repeats the option.  On failure: the message in msg. */
+static int options_into(lua_State *L, lcatalog *c, int opts, char *msg, size_t cap) {
+  int rc = GPUPLAN_OK;
+  if (lua_isnoneornil(L, opts)) return GPUPLAN_OK;
+  if (lua_type(L, opts) != LUA_TTABLE)
+    return luaL_argerror(L, opts, "a table of option = value (gpuplan.options() lists them)");
   lua_pushnil(L);
-  while (lua_next(L, opts)) {
-    const char *k;
-    int rc = GPUPLAN_OK, kind;
-    if (lua_type(L, -2) != LUA_TSTRING) luaL_error(L, "option names must be strings");
-    k = lua_tostring(L, -2);
-    if (is_job_key(k)) {
-      lua_pop(L, 1);
-      continue;
+  while (!rc && lua_next(L, opts)) {
+    const char *name;
+    const gpuplan_option_info *o;
+    if (lua_type(L, -2) != LUA_TSTRING) return luaL_error(L, "options: keys are option names (strings)");
+    name = lua_tostring(L, -2);
+    /* misuse raises (as a wrong argument type would): an unknown option */
+    if (!(o = gpuplan_job_option_find(name, NULL))) {
+      gpuplan_job_set(c->job, name, ""); /* the library's message, with the nearest name */
+      return luaL_error(L, "%s", gpuplan_errmsg(c->ctx));
     }
-    kind = gpuplan_option_kind(k);
-    switch (kind) {
-    case GPUPLAN_OPTION_INT:
-    case GPUPLAN_OPTION_REAL:
-      if (lua_type(L, -1) != LUA_TNUMBER) luaL_error(L, "option '%s' must be a number", k);
-      if (lua_isinteger(L, -1)) rc = gpuplan_option_set_int(c->ctx, &j->j.options, k, (int64_t)lua_tointeger(L, -1));
-      else rc = gpuplan_option_set_real(c->ctx, &j->j.options, k, (double)lua_tonumber(L, -1));
-      break;
-    case GPUPLAN_OPTION_BOOL:
-      if (lua_type(L, -1) != LUA_TBOOLEAN) luaL_error(L, "option '%s' must be a boolean", k);
-      rc = gpuplan_option_set_int(c->ctx, &j->j.options, k, lua_toboolean(L, -1));
-      break;
-    case GPUPLAN_OPTION_ENUM:
-      if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "option '%s' must be a string", k);
-      rc = gpuplan_option_set_string(c->ctx, &j->j.options, k, lua_tostring(L, -1));
-      break;
-    default:
-      luaL_error(L, "unknown option '%s'", k);
+    if (lua_type(L, -1) == LUA_TTABLE && o->type != GPUPLAN_OPT_LIST)
+      return luaL_error(L, "%s: takes one value, not a table (only list options repeat)", name);
+    if (lua_type(L, -1) == LUA_TTABLE) {
+      size_t i, n = (size_t)lua_rawlen(L, -1);
+      for (i = 1; !rc && i <= n; i++) {
+        lua_rawgeti(L, -1, (int)i);
+        rc = set_one(L, c->job, name, lua_gettop(L));
+        lua_pop(L, 1);
+      }
+    } else {
+      rc = set_one(L, c->job, name, lua_gettop(L));
     }
-    lua_pop(L, 1);
+    if (rc == GPUPLAN_EMISUSE)
+      return luaL_error(L, "%s: a %s is not a number, a boolean or a string", name, luaL_typename(L, -1));
     if (rc) {
-      lua_pop(L, 1); /* the key: iteration stops */
-      snprintf(j->msg, sizeof j->msg, "%s", gpuplan_errmsg(c->ctx));
-      return rc;
+      snprintf(msg, cap, "%s", gpuplan_errmsg(c->ctx));
     }
-  }
-  return 0;
-}
-
-/* The CLI's rules (gpuplan_job_resolve): model by name or size, gpu or
- * opts.node, gpus = dp*tp*pp*cp with dp inferred unless given. */
-static int job_from(lua_State *L, lcatalog *c, job *j) {
-  const char *model = luaL_checkstring(L, 2);
-  const char *gpu = luaL_optstring(L, 3, NULL);
-  const int opts = 4;
-  char node_name[256];
-  const char *node;
-  int dp_given = 0, rc;
-  int64_t gpus, nodes, per_node;
-  memset(j, 0, sizeof *j);
-  if (!lua_isnoneornil(L, opts)) luaL_checktype(L, opts, LUA_TTABLE);
-  gpus = opt_int(L, opts, "gpus", 0);
-  nodes = opt_int(L, opts, "nodes", 1);
-  per_node = opt_int(L, opts, "per_node", 8);
-  node = opt_str(L, opts, "node", node_name, sizeof node_name);
-  if (!node && !gpu) return luaL_argerror(L, 3, "a GPU SKU (or opts.node) is needed");
-  if (node && gpu) return luaL_argerror(L, 3, "give a GPU or opts.node, not both");
-  if (!lua_isnoneornil(L, opts)) {
-    lua_getfield(L, opts, "dp");
-    dp_given = !lua_isnil(L, -1);
     lua_pop(L, 1);
   }
-  if ((rc = options_from(L, c, opts, j))) return rc;
-  rc = gpuplan_job_resolve(c->ctx, c->cat, model, gpu, node, gpus, nodes, per_node, dp_given, &j->j);
-  if (rc) snprintf(j->msg, sizeof j->msg, "%s", gpuplan_errmsg(c->ctx));
+  if (rc) lua_pop(L, 1); /* the key lua_next left */
   return rc;
 }
 
-static int cluster_of(lcatalog *c, job *j, gpuplan_cluster *cl) {
-  int rc = gpuplan_job_cluster(c->ctx, c->cat, &j->j, cl);
-  if (rc) snprintf(j->msg, sizeof j->msg, "%s", gpuplan_errmsg(c->ctx));
-  return rc;
+/* Run command with the options at opts (and model/gpu when given). */
+static int run_job(lua_State *L, lcatalog *c, const char *command, int model, int gpu, int opts) {
+  gpuplan_doc *doc = NULL;
+  char msg[1024];
+  int rc = GPUPLAN_OK;
+  msg[0] = 0;
+  gpuplan_job_reset(c->job);
+  if (model) {
+    size_t len;
+    const char *s = luaL_checklstring(L, model, &len);
+    if ((rc = gpuplan_job_set_text(c->job, "model", s, len))) snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(c->ctx));
+  }
+  if (!rc && gpu && !lua_isnoneornil(L, gpu)) {
+    size_t len;
+    const char *s = luaL_checklstring(L, gpu, &len);
+    if ((rc = gpuplan_job_set_text(c->job, "gpu", s, len))) snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(c->ctx));
+  }
+  if (!rc) rc = options_into(L, c, opts, msg, sizeof msg);
+  if (!rc && (rc = gpuplan_job_run(c->job, command, &doc))) snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(c->ctx));
+  if (rc) return fail(L, rc, msg);
+  push_value(L, gpuplan_doc_root(doc));
+  gpuplan_doc_free(doc);
+  return 1;
 }
 
-static void push_head(lua_State *L, const job *jb, double params) {
-  const gpuplan_jobspec *j = &jb->j;
-  const gpuplan_memory_options *o = &j->options;
-  lua_createtable(L, 0, 10);
-  set_str(L, "model", j->model_name);
-  set_num(L, "params", params);
-  set_str(L, "gpu", j->gpu->id);
-  set_int(L, "gpus", j->gpus);
-  set_str(L, "workload", o->workload == GPUPLAN_TRAIN ? "train" : "infer");
-  lua_createtable(L, 0, 14);
-  set_str(L, "precision", gpuplan_precision_name(o->precision));
-  set_str(L, "optimizer", gpuplan_optimizer_name(o->optimizer));
-  set_str(L, "convention", gpuplan_convention_name(o->convention));
-  set_str(L, "recompute", gpuplan_recompute_name(o->recompute));
-  set_int(L, "micro_batch", o->micro_batch);
-  set_int(L, "seq_len", o->seq_len ? o->seq_len : j->model->seq_len);
-  set_int(L, "tp", o->tp);
-  set_int(L, "pp", o->pp);
-  set_int(L, "dp", o->dp);
-  set_int(L, "cp", o->cp);
-  set_int(L, "ep", o->ep);
-  set_str(L, "dp_mode", gpuplan_dp_mode_name(o->dp_mode));
-  set_str(L, "schedule", gpuplan_schedule_name(o->schedule));
-  set_bool(L, "flash_attention", o->flash_attention);
-  lua_setfield(L, -2, "options");
-}
-
-/* cat:plan(model, gpu, opts) -> plan | nil, msg, code.  Memory by component
- * for the worst rank, and the fix ladder when it does not fit. */
-static int plan_impl(lua_State *L, int want_fits) {
+/* cat:run(command, opts) -> document | nil, msg, code */
+static int catalog_run(lua_State *L) {
   lcatalog *c = check_catalog(L);
-  job j;
-  gpuplan_memory worst;
-  gpuplan_fix fixes[16];
-  size_t nfix = 0, k;
-  int64_t max_gpus;
-  int rc, per_rank;
-  if ((rc = job_from(L, c, &j))) return fail(L, rc, j.msg);
-  max_gpus = opt_int(L, 4, "max_gpus", 0);
-  per_rank = opt_bool(L, 4, "per_rank");
-  if (!max_gpus) max_gpus = j.j.gpus > 8 ? j.j.gpus : 8;
-  rc = gpuplan_memory_eval(c->ctx, j.j.model, j.j.gpu, &j.j.options, GPUPLAN_STAGE_WORST, &worst);
-  if (!rc && !worst.fits)
-    rc = gpuplan_memory_ladder(c->ctx, c->cat, j.j.model, j.j.gpu, &j.j.options, max_gpus, fixes, sizeof fixes / sizeof fixes[0],
-                               &nfix);
-  if (rc) return fail(L, rc, gpuplan_errmsg(c->ctx));
-  if (want_fits) lua_pushboolean(L, worst.fits);
-  push_head(L, &j, worst.params_total);
-  push_memory(L, &worst);
-  lua_setfield(L, -2, "worst");
-  if (per_rank) {
-    int64_t s;
-    lua_newtable(L);
-    for (s = 0; s < j.j.options.pp; s++) {
-      gpuplan_memory r;
-      if ((rc = gpuplan_memory_eval(c->ctx, j.j.model, j.j.gpu, &j.j.options, s, &r))) return fail(L, rc, gpuplan_errmsg(c->ctx));
-      push_memory(L, &r);
-      lua_rawseti(L, -2, (int)s + 1);
-    }
-    lua_setfield(L, -2, "stages");
-  }
-  lua_createtable(L, (int)nfix, 0);
-  for (k = 0; k < nfix; k++) {
-    lua_createtable(L, 0, 7);
-    set_int(L, "step", (int64_t)k + 1);
-    set_str(L, "change", fixes[k].what);
-    set_str(L, "gpu", fixes[k].gpu->id);
-    set_int(L, "gpus", fixes[k].gpus);
-    set_u64(L, "total_bytes", fixes[k].total);
-    set_u64(L, "capacity_bytes", fixes[k].capacity);
-    set_bool(L, "fits", fixes[k].fits);
-    lua_rawseti(L, -2, (int)k + 1);
-  }
-  lua_setfield(L, -2, "ladder");
-  return want_fits ? 2 : 1;
+  return run_job(L, c, luaL_checkstring(L, 2), 0, 0, 3);
 }
 
-static int catalog_plan(lua_State *L) { return plan_impl(L, 0); }
+/* cat:plan(model, gpu, opts), cat:perf(...), cat:search(...), cat:simulate(...):
+ * gpu may be nil (with opts.node). */
+static int catalog_plan(lua_State *L) { return run_job(L, check_catalog(L), "plan", 2, 3, 4); }
+static int catalog_perf(lua_State *L) { return run_job(L, check_catalog(L), "perf", 2, 3, 4); }
+static int catalog_search(lua_State *L) { return run_job(L, check_catalog(L), "search", 2, 3, 4); }
+static int catalog_simulate(lua_State *L) { return run_job(L, check_catalog(L), "simulate", 2, 3, 4); }
+static int catalog_serve(lua_State *L) { return run_job(L, check_catalog(L), "serve", 2, 3, 4); }
 
 /* cat:fits(model, gpu, opts) -> fits, plan | nil, msg, code */
-static int catalog_fits(lua_State *L) { return plan_impl(L, 1); }
-
-/* cat:perf(model, gpu, opts) -> perf | nil, msg, code */
-static int catalog_perf(lua_State *L) {
-  lcatalog *c = check_catalog(L);
-  job j;
-  gpuplan_cluster cl;
-  gpuplan_perf p;
-  gpuplan_memory worst;
-  int rc;
-  int64_t G = opt_int(L, 4, "global_batch", 0);
-  double D = opt_num(L, 4, "tokens", 0);
-  if ((rc = job_from(L, c, &j)) || (rc = cluster_of(c, &j, &cl))) return fail(L, rc, j.msg);
-  rc = gpuplan_memory_eval(c->ctx, j.j.model, j.j.gpu, &j.j.options, GPUPLAN_STAGE_WORST, &worst);
-  if (!rc) rc = gpuplan_perf_eval(c->ctx, j.j.model, &cl, &j.j.options, G, D, NULL, &p);
-  if (rc) return fail(L, rc, gpuplan_errmsg(c->ctx));
-  push_perf(L, &p, D);
-  set_bool(L, "fits", worst.fits);
-  set_u64(L, "memory_bytes", worst.total);
-  return 1;
+static int catalog_fits(lua_State *L) {
+  int n = catalog_plan(L);
+  if (n != 1) return n;
+  lua_getfield(L, -1, "worst");
+  lua_getfield(L, -1, "fits");
+  lua_remove(L, -2);
+  lua_insert(L, -2);
+  return 2;
 }
 
-/* cat:search(model, gpu, opts) -> {evaluated, too_big, invalid, best = {...}} */
-static int catalog_search(lua_State *L) {
-  lcatalog *c = check_catalog(L);
-  job j;
-  gpuplan_cluster cl;
-  gpuplan_candidate best[100];
-  gpuplan_search_stats stats;
-  size_t n = 0, i;
-  char objbuf[16];
-  int rc;
-  int64_t G = opt_int(L, 4, "global_batch", 0), top = opt_int(L, 4, "top", 5);
-  const char *objective = opt_str(L, 4, "objective", objbuf, sizeof objbuf);
-  gpuplan_objective ob = GPUPLAN_OBJ_TIME;
-  if (objective && strcmp(objective, "cost") == 0) ob = GPUPLAN_OBJ_COST;
-  else if (objective && strcmp(objective, "time") != 0) return luaL_error(L, "option 'objective' must be time or cost");
-  if (G < 1) return luaL_error(L, "option 'global_batch' (sequences per step, at least 1) is needed");
-  if (top < 1 || top > 100) return luaL_error(L, "option 'top' must be in 1..100");
-  if ((rc = job_from(L, c, &j)) || (rc = cluster_of(c, &j, &cl))) return fail(L, rc, j.msg);
-  rc = gpuplan_search(c->ctx, j.j.model, &cl, &j.j.options, G, ob, best, (size_t)top, &n, &stats, NULL, NULL);
-  if (rc) return fail(L, rc, gpuplan_errmsg(c->ctx));
-  lua_createtable(L, 0, 4);
-  set_u64(L, "evaluated", stats.evaluated);
-  set_u64(L, "too_big", stats.too_big);
-  set_u64(L, "invalid", stats.invalid);
-  lua_createtable(L, (int)n, 0);
-  for (i = 0; i < n; i++) {
-    const gpuplan_memory_options *q = &best[i].options;
-    lua_createtable(L, 0, 15);
-    set_int(L, "tp", q->tp);
-    set_int(L, "pp", q->pp);
-    set_int(L, "cp", q->cp);
-    set_int(L, "dp", q->dp);
-    set_int(L, "vpp", q->vpp);
-    set_int(L, "micro_batch", q->micro_batch);
-    set_str(L, "recompute", gpuplan_recompute_name(q->recompute));
-    set_str(L, "dp_mode", gpuplan_dp_mode_name(q->dp_mode));
-    set_num(L, "step_s", best[i].perf.step_s);
-    set_num(L, "tokens_per_s", best[i].perf.tokens_per_s);
-    set_num(L, "mfu", best[i].perf.mfu);
-    set_u64(L, "memory_bytes", best[i].memory_bytes);
-    set_num(L, "cost_per_mtok", best[i].perf.cost_per_mtok);
-    set_str(L, "why", best[i].why);
-    push_perf(L, &best[i].perf, 0);
-    lua_setfield(L, -2, "perf");
+/* gpuplan.options() -> the option table (name, flag, type, unit, min, max,
+ * choices, default, help, commands, group) */
+static int l_options(lua_State *L) {
+  static const char *const types[] = {"int", "real", "bool", "enum", "str", "bytes", "list"};
+  const gpuplan_option_info *o;
+  size_t i, k;
+  lua_newtable(L);
+  for (i = 0; (o = gpuplan_job_option(i)); i++) {
+    int nc = 0;
+    lua_createtable(L, 0, 12);
+    set_str(L, "name", o->name);
+    set_str(L, "flag", o->flag);
+    set_str(L, "type", types[o->type]);
+    set_str(L, "unit", o->unit);
+    set_num(L, "min", o->min);
+    set_num(L, "max", o->max);
+    set_str(L, "choices", o->choices);
+    set_str(L, "default", o->default_text);
+    set_str(L, "help", o->help);
+    set_str(L, "group", o->group);
+    lua_newtable(L);
+    for (k = 0; gpuplan_command_name(k); k++)
+      if (o->commands & (1u << k)) {
+        lua_pushstring(L, gpuplan_command_name(k));
+        lua_rawseti(L, -2, ++nc);
+      }
+    lua_setfield(L, -2, "commands");
     lua_rawseti(L, -2, (int)i + 1);
-  }
-  lua_setfield(L, -2, "best");
-  return 1;
-}
-
-/* cat:simulate(model, gpu, opts) -> run | nil, msg, code: training steps on
- * the caching-allocator model and a mock GPU, as `gpuplan simulate`. */
-static int catalog_simulate(lua_State *L) {
-  lcatalog *c = check_catalog(L);
-  job j;
-  gpuplan_simulate_options so = GPUPLAN_SIMULATE_OPTIONS_INIT;
-  gpuplan_simulate_result r;
-  char confbuf[512];
-  int64_t other = opt_int(L, 4, "other_procs", 0);
-  int rc;
-  so.steps = opt_int(L, 4, "steps", 2);
-  so.alloc_conf = opt_str(L, 4, "alloc_conf", confbuf, sizeof confbuf);
-  so.set_to_none = !opt_bool(L, 4, "keep_grads");
-  if (so.steps < 1 || so.steps > 1000) return luaL_error(L, "option 'steps' must be in 1..1000");
-  if (other < 0) return luaL_error(L, "option 'other_procs' (bytes) must not be negative");
-  if ((rc = job_from(L, c, &j))) return fail(L, rc, j.msg);
-  rc = gpuplan_mock_simulate(c->ctx, j.j.model, j.j.gpu, &j.j.options, &so, (uint64_t)other, &r);
-  if (rc) return fail(L, rc, gpuplan_errmsg(c->ctx));
-  lua_createtable(L, 0, 20);
-  set_int(L, "steps", r.steps_done);
-  set_str(L, "alloc_conf", so.alloc_conf);
-  set_bool(L, "set_to_none", so.set_to_none);
-  set_u64(L, "ops", r.ops);
-  set_u64(L, "capacity_bytes", r.capacity);
-  set_u64(L, "peak_allocated_bytes", r.peak_allocated);
-  set_u64(L, "peak_reserved_bytes", r.peak_reserved);
-  set_u64(L, "allocated_at_peak_reserved_bytes", r.allocated_at_peak_reserved);
-  set_u64(L, "largest_free_at_peak_bytes", r.largest_free_at_peak);
-  set_u64(L, "total_free_at_peak_bytes", r.total_free_at_peak);
-  set_num(L, "fragmentation", r.fragmentation);
-  set_u64(L, "analytic_bytes", r.analytic_bytes);
-  set_num(L, "vs_analytic", r.vs_analytic);
-  set_int(L, "num_alloc_retries", r.num_alloc_retries);
-  set_int(L, "num_ooms", r.num_ooms);
-  set_bool(L, "oom", r.oom);
-  if (r.oom) {
-    set_int(L, "oom_step", r.oom_step);
-    set_str(L, "oom_op", r.oom_op);
-    set_str(L, "oom_message", r.oom_message);
   }
   return 1;
 }
@@ -815,6 +647,7 @@ static const luaL_Reg catalog_methods[] = {
   {"find", catalog_find},         {"list", catalog_list},       {"plan", catalog_plan},
   {"fits", catalog_fits},         {"perf", catalog_perf},       {"search", catalog_search},
   {"simulate", catalog_simulate}, {"devices", catalog_devices}, {"close", catalog_close},
+  {"run", catalog_run},            {"serve", catalog_serve},
   {NULL, NULL}
 };
 
@@ -828,7 +661,7 @@ static const luaL_Reg catalog_meta[] = {
 };
 
 static const luaL_Reg module_functions[] = {
-  {"open", l_open}, {"explain_oom", l_explain_oom}, {"replay", l_replay}, {NULL, NULL}
+  {"open", l_open}, {"explain_oom", l_explain_oom}, {"replay", l_replay}, {"options", l_options}, {NULL, NULL}
 };
 
 #if defined(_WIN32)

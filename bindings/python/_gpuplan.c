@@ -21,15 +21,18 @@
 typedef struct modstate {
   PyObject *Error, *NotFoundError, *AmbiguousError, *InvalidError, *UnsupportedError,
       *StorageError, *CatalogError, *OutOfMemoryError;
-  PyTypeObject *CatalogType;
+  PyTypeObject *CatalogType, *NodeType;
+  PyObject *result_factory; /* gpuplan.Result's plain-value class, for unpickling */
 } modstate;
 
 static modstate *state_of_module(PyObject *m) { return (modstate *)PyModule_GetState(m); }
+static struct PyModuleDef module_def;
 
 typedef struct CatalogObject {
   PyObject_HEAD
   gpuplan_ctx *ctx;
   gpuplan_catalog *cat;
+  gpuplan_job *job;   /* reused by every call, under the lock */
   PyThread_type_lock lock;
   PyObject *module; /* strong reference: keeps the module state alive */
 } CatalogObject;
@@ -137,7 +140,7 @@ static PyObject *Catalog_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"path", "layer", NULL};
   const char *path = NULL, *layer = NULL;
   CatalogObject *self;
-  PyObject *module = PyType_GetModule(type);
+  PyObject *module = PyType_GetModuleByDef(type, &module_def);
   modstate *st = state_of_module(module);
   int rc;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|zz:Catalog", kwlist, &path, &layer)) return NULL;
@@ -162,6 +165,7 @@ static PyObject *Catalog_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   else if (layer) rc = gpuplan_catalog_open(self->ctx, layer, GPUPLAN_CATALOG_LAYER, &self->cat);
   else rc = gpuplan_catalog_open_default(self->ctx, &self->cat);
   Py_END_ALLOW_THREADS
+  if (!rc) rc = gpuplan_job_new(self->ctx, self->cat, &self->job);
   if (rc) {
     raise_code(st, rc, gpuplan_errmsg(self->ctx));
     Py_DECREF(self);
@@ -171,6 +175,8 @@ static PyObject *Catalog_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 }
 
 static void Catalog_release(CatalogObject *self) {
+  gpuplan_job_free(self->job);
+  self->job = NULL;
   gpuplan_catalog_free(self->cat);
   self->cat = NULL;
   gpuplan_ctx_free(self->ctx);
@@ -193,12 +199,15 @@ static int Catalog_traverse(CatalogObject *self, visitproc visit, void *arg) {
   return 0;
 }
 
+/* close() waits for a command running in another thread, without the GIL
+ * (that thread needs the GIL to return). */
 static PyObject *Catalog_close(CatalogObject *self, PyObject *unused) {
-  if (self->cat) {
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    Catalog_release(self);
-    PyThread_release_lock(self->lock);
-  }
+  (void)unused;
+  Py_BEGIN_ALLOW_THREADS
+  PyThread_acquire_lock(self->lock, WAIT_LOCK);
+  if (self->cat) Catalog_release(self);
+  PyThread_release_lock(self->lock);
+  Py_END_ALLOW_THREADS
   Py_RETURN_NONE;
 }
 
@@ -255,72 +264,626 @@ static PyObject *Catalog_find(CatalogObject *self, PyObject *args) {
   return res;
 }
 
-/* Memory options from keyword arguments, by the library's option names
- * (gpuplan_option_kind); keys in extra belong to the caller. */
-static int options_from(CatalogObject *self, modstate *st, PyObject *kw, gpuplan_memory_options *o,
-                        const char *const *extra) {
-  gpuplan_memory_options d = GPUPLAN_MEMORY_OPTIONS_INIT;
-  PyObject *key, *val;
+/* --- result documents: lazy views over the library's documents ------------- */
+
+/*
+ * A Result is a view of one value of a document (gpuplan/doc.h): an object
+ * (mapping: r["key"], r.key, keys(), items(), get()) or an array (sequence).
+ * Scalars come out as Python values; containers as further views, made on
+ * access, so a call costs what the caller reads.  The root view owns the
+ * document and frees it under the catalog's lock (the context is shared).
+ * to_dict() gives plain dicts and lists; results pickle as plain values.
+ */
+typedef struct NodeObject {
+  PyObject_HEAD
+  PyObject *root;        /* the root view; NULL for the root itself */
+  gpuplan_doc *doc;      /* root only */
+  PyObject *cat;         /* root only: the CatalogObject (its lock) */
+  const gpuplan_value *v;
+} NodeObject;
+
+static PyObject *node_new(PyTypeObject *tp, PyObject *root, const gpuplan_value *v) {
+  NodeObject *n = PyObject_New(NodeObject, tp);
+  if (!n) return NULL;
+  n->root = Py_NewRef(root);
+  n->doc = NULL;
+  n->cat = NULL;
+  n->v = v;
+  return (PyObject *)n;
+}
+
+static void Node_dealloc(NodeObject *self) {
+  PyTypeObject *tp = Py_TYPE(self);
+  if (self->doc) {
+    CatalogObject *c = (CatalogObject *)self->cat;
+    if (!PyThread_acquire_lock(c->lock, NOWAIT_LOCK)) {
+      Py_BEGIN_ALLOW_THREADS
+      PyThread_acquire_lock(c->lock, WAIT_LOCK);
+      Py_END_ALLOW_THREADS
+    }
+    gpuplan_doc_free(self->doc);
+    PyThread_release_lock(c->lock);
+  }
+  Py_XDECREF(self->root);
+  Py_XDECREF(self->cat);
+  PyObject_Free(self);
+  Py_DECREF(tp);
+}
+
+static PyObject *node_root(NodeObject *self) { return self->root ? self->root : (PyObject *)self; }
+
+static PyObject *value_py(NodeObject *self, const gpuplan_value *v) {
+  size_t len;
+  const char *s;
+  switch (gpuplan_value_type_of(v)) {
+  case GPUPLAN_VALUE_NULL: Py_RETURN_NONE;
+  case GPUPLAN_VALUE_BOOL: return PyBool_FromLong(gpuplan_value_bool(v));
+  case GPUPLAN_VALUE_INT: return PyLong_FromLongLong(gpuplan_value_int(v));
+  case GPUPLAN_VALUE_REAL: return PyFloat_FromDouble(gpuplan_value_real(v));
+  case GPUPLAN_VALUE_STRING:
+    s = gpuplan_value_string(v, &len);
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "replace");
+  default: return node_new(Py_TYPE(self), node_root(self), v);
+  }
+}
+
+/* Plain Python values (dicts, lists, scalars) of a document value. */
+static PyObject *value_plain(const gpuplan_value *v) {
+  size_t i, n, len;
+  const char *s;
+  PyObject *out;
+  switch (gpuplan_value_type_of(v)) {
+  case GPUPLAN_VALUE_NULL: Py_RETURN_NONE;
+  case GPUPLAN_VALUE_BOOL: return PyBool_FromLong(gpuplan_value_bool(v));
+  case GPUPLAN_VALUE_INT: return PyLong_FromLongLong(gpuplan_value_int(v));
+  case GPUPLAN_VALUE_REAL: return PyFloat_FromDouble(gpuplan_value_real(v));
+  case GPUPLAN_VALUE_STRING:
+    s = gpuplan_value_string(v, &len);
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)len, "replace");
+  case GPUPLAN_VALUE_ARRAY:
+    n = gpuplan_value_count(v);
+    if (!(out = PyList_New((Py_ssize_t)n))) return NULL;
+    for (i = 0; i < n; i++) {
+      PyObject *x = value_plain(gpuplan_value_at(v, i));
+      if (!x) {
+        Py_DECREF(out);
+        return NULL;
+      }
+      PyList_SET_ITEM(out, (Py_ssize_t)i, x);
+    }
+    return out;
+  case GPUPLAN_VALUE_OBJECT:
+    n = gpuplan_value_count(v);
+    if (!(out = PyDict_New())) return NULL;
+    for (i = 0; i < n; i++) {
+      PyObject *x = value_plain(gpuplan_value_at(v, i));
+      if (!x || PyDict_SetItemString(out, gpuplan_value_key(v, i), x) < 0) {
+        Py_XDECREF(x);
+        Py_DECREF(out);
+        return NULL;
+      }
+      Py_DECREF(x);
+    }
+    return out;
+  }
+  Py_RETURN_NONE;
+}
+
+static int is_object(NodeObject *self) { return gpuplan_value_type_of(self->v) == GPUPLAN_VALUE_OBJECT; }
+
+static PyObject *Node_getattro(NodeObject *self, PyObject *name) {
+  if (is_object(self)) {
+    const char *k = PyUnicode_AsUTF8(name);
+    const gpuplan_value *v;
+    if (!k) return NULL;
+    if (k[0] != '_' && (v = gpuplan_value_get(self->v, k))) return value_py(self, v);
+  }
+  return PyObject_GenericGetAttr((PyObject *)self, name);
+}
+
+static int Node_setattro(NodeObject *self, PyObject *name, PyObject *value) {
+  (void)self;
+  (void)name;
+  (void)value;
+  PyErr_SetString(PyExc_AttributeError, "gpuplan results are read-only");
+  return -1;
+}
+
+static Py_ssize_t Node_length(NodeObject *self) { return (Py_ssize_t)gpuplan_value_count(self->v); }
+
+static PyObject *Node_subscript(NodeObject *self, PyObject *key) {
+  if (is_object(self)) {
+    const char *k;
+    const gpuplan_value *v;
+    if (!PyUnicode_Check(key)) {
+      PyErr_SetObject(PyExc_KeyError, key);
+      return NULL;
+    }
+    if (!(k = PyUnicode_AsUTF8(key))) return NULL;
+    if (!(v = gpuplan_value_get(self->v, k))) {
+      PyErr_SetObject(PyExc_KeyError, key);
+      return NULL;
+    }
+    return value_py(self, v);
+  }
+  if (PySlice_Check(key)) {
+    Py_ssize_t start, stop, step, n, i, k;
+    PyObject *list;
+    if (PySlice_Unpack(key, &start, &stop, &step) < 0) return NULL;
+    n = PySlice_AdjustIndices(Node_length(self), &start, &stop, step);
+    if (!(list = PyList_New(n))) return NULL;
+    for (i = 0, k = start; i < n; i++, k += step) {
+      PyObject *x = value_py(self, gpuplan_value_at(self->v, (size_t)k));
+      if (!x) {
+        Py_DECREF(list);
+        return NULL;
+      }
+      PyList_SET_ITEM(list, i, x);
+    }
+    return list;
+  }
+  {
+    Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError), n = Node_length(self);
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) {
+      PyErr_SetString(PyExc_IndexError, "result index out of range");
+      return NULL;
+    }
+    return value_py(self, gpuplan_value_at(self->v, (size_t)i));
+  }
+}
+
+static PyObject *Node_keys(NodeObject *self, PyObject *unused) {
+  size_t i, n = is_object(self) ? gpuplan_value_count(self->v) : 0;
+  PyObject *list = PyList_New((Py_ssize_t)n);
+  (void)unused;
+  for (i = 0; list && i < n; i++) {
+    PyObject *k = PyUnicode_FromString(gpuplan_value_key(self->v, i));
+    if (!k) {
+      Py_CLEAR(list);
+      break;
+    }
+    PyList_SET_ITEM(list, (Py_ssize_t)i, k);
+  }
+  return list;
+}
+
+static PyObject *Node_values(NodeObject *self, PyObject *unused) {
+  size_t i, n = gpuplan_value_count(self->v);
+  PyObject *list = PyList_New((Py_ssize_t)n);
+  (void)unused;
+  for (i = 0; list && i < n; i++) {
+    PyObject *x = value_py(self, gpuplan_value_at(self->v, i));
+    if (!x) {
+      Py_CLEAR(list);
+      break;
+    }
+    PyList_SET_ITEM(list, (Py_ssize_t)i, x);
+  }
+  return list;
+}
+
+static PyObject *Node_items(NodeObject *self, PyObject *unused) {
+  size_t i, n = is_object(self) ? gpuplan_value_count(self->v) : 0;
+  PyObject *list = PyList_New((Py_ssize_t)n);
+  (void)unused;
+  for (i = 0; list && i < n; i++) {
+    PyObject *x = value_py(self, gpuplan_value_at(self->v, i));
+    PyObject *t = x ? Py_BuildValue("(sN)", gpuplan_value_key(self->v, i), x) : NULL;
+    if (!t) {
+      Py_CLEAR(list);
+      break;
+    }
+    PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+  }
+  return list;
+}
+
+static PyObject *Node_iter(NodeObject *self) {
+  PyObject *list = is_object(self) ? Node_keys(self, NULL) : Node_values(self, NULL), *it;
+  if (!list) return NULL;
+  it = PyObject_GetIter(list);
+  Py_DECREF(list);
+  return it;
+}
+
+static int Node_contains(NodeObject *self, PyObject *key) {
+  if (is_object(self)) {
+    const char *k;
+    if (!PyUnicode_Check(key)) return 0;
+    if (!(k = PyUnicode_AsUTF8(key))) return -1;
+    return gpuplan_value_get(self->v, k) != NULL;
+  }
+  {
+    PyObject *vals = Node_values(self, NULL);
+    int r;
+    if (!vals) return -1;
+    r = PySequence_Contains(vals, key);
+    Py_DECREF(vals);
+    return r;
+  }
+}
+
+static PyObject *Node_get(NodeObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  const char *k;
+  const gpuplan_value *v;
+  if (nargs < 1 || nargs > 2) {
+    PyErr_SetString(PyExc_TypeError, "get(key, default=None)");
+    return NULL;
+  }
+  if (!is_object(self) || !PyUnicode_Check(args[0]) || !(k = PyUnicode_AsUTF8(args[0])) ||
+      !(v = gpuplan_value_get(self->v, k)) || gpuplan_value_type_of(v) == GPUPLAN_VALUE_NULL) {
+    if (PyErr_Occurred()) return NULL;
+    return Py_NewRef(nargs == 2 ? args[1] : Py_None);
+  }
+  return value_py(self, v);
+}
+
+static PyObject *Node_to_dict(NodeObject *self, PyObject *unused) {
+  (void)unused;
+  return value_plain(self->v);
+}
+
+static PyObject *Node_json(NodeObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"pretty", NULL};
+  int pretty = 1;
+  NodeObject *root = (NodeObject *)node_root(self);
+  const char *s;
+  size_t n;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|p:json", kwlist, &pretty)) return NULL;
+  if (root != self) {
+    PyErr_SetString(PyExc_TypeError, "json(): only the whole document (the result itself) has a JSON text");
+    return NULL;
+  }
+  s = gpuplan_doc_json(root->doc, pretty ? GPUPLAN_JSON_PRETTY : 0, &n);
+  if (!s) return PyErr_NoMemory();
+  return PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "replace");
+}
+
+static PyObject *Node_richcompare(NodeObject *self, PyObject *other, int op) {
+  PyObject *a, *b, *r;
+  if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
+  if (!(a = value_plain(self->v))) return NULL;
+  if (PyObject_HasAttrString(other, "to_dict")) b = PyObject_CallMethod(other, "to_dict", NULL);
+  else b = Py_NewRef(other);
+  if (!b) {
+    Py_DECREF(a);
+    return NULL;
+  }
+  r = PyObject_RichCompare(a, b, op);
+  Py_DECREF(a);
+  Py_DECREF(b);
+  return r;
+}
+
+static PyObject *Node_repr(NodeObject *self) {
+  PyObject *plain = value_plain(self->v), *r;
+  if (!plain) return NULL;
+  r = PyUnicode_FromFormat("Result(%R)", plain);
+  Py_DECREF(plain);
+  return r;
+}
+
+static PyObject *Node_reduce(NodeObject *self, PyObject *unused) {
+  modstate *st = PyType_GetModuleState(Py_TYPE(self));
+  PyObject *plain;
+  (void)unused;
+  if (!st || !st->result_factory) {
+    PyErr_SetString(PyExc_TypeError, "gpuplan results pickle once the gpuplan package is imported");
+    return NULL;
+  }
+  if (!(plain = value_plain(self->v))) return NULL;
+  return Py_BuildValue("(O(N))", st->result_factory, plain);
+}
+
+static PyObject *Node_dir(NodeObject *self, PyObject *unused) {
+  PyObject *keys = Node_keys(self, unused);
+  static const char *const methods[] = {"keys", "values", "items", "get", "to_dict", "json", "schema"};
+  size_t i;
+  for (i = 0; keys && i < sizeof methods / sizeof methods[0]; i++) {
+    PyObject *m = PyUnicode_FromString(methods[i]);
+    if (!m || PyList_Append(keys, m) < 0) Py_CLEAR(keys);
+    Py_XDECREF(m);
+  }
+  return keys;
+}
+
+static PyObject *Node_schema(NodeObject *self, void *unused) {
+  NodeObject *root = (NodeObject *)node_root(self);
+  (void)unused;
+  return PyUnicode_FromString(gpuplan_doc_schema(root->doc));
+}
+
+static PyMethodDef Node_methods[] = {
+  {"keys", (PyCFunction)Node_keys, METH_NOARGS, "keys() -> list of the object's keys"},
+  {"values", (PyCFunction)Node_values, METH_NOARGS, "values() -> list"},
+  {"items", (PyCFunction)Node_items, METH_NOARGS, "items() -> list of (key, value)"},
+  {"get", (PyCFunction)(void (*)(void))Node_get, METH_FASTCALL,
+   "get(key, default=None): the value, or default when absent or null (not known)"},
+  {"to_dict", (PyCFunction)Node_to_dict, METH_NOARGS, "to_dict() -> plain dicts, lists and scalars"},
+  {"json", (PyCFunction)(void (*)(void))Node_json, METH_VARARGS | METH_KEYWORDS,
+   "json(pretty=True) -> the library's JSON text of the document (as `gpuplan ... --json`)"},
+  {"__reduce__", (PyCFunction)Node_reduce, METH_NOARGS, NULL},
+  {"__dir__", (PyCFunction)Node_dir, METH_NOARGS, NULL},
+  {NULL, NULL, 0, NULL}
+};
+
+static PyGetSetDef Node_getset[] = {
+  {"schema_id", (getter)Node_schema, NULL, "the document's schema, gpuplan.<kind>/<version>", NULL},
+  {NULL, NULL, NULL, NULL, NULL}
+};
+
+static PyType_Slot Node_slots[] = {
+  {Py_tp_dealloc, Node_dealloc},
+  {Py_tp_getattro, Node_getattro},
+  {Py_tp_setattro, Node_setattro},
+  {Py_tp_iter, Node_iter},
+  {Py_tp_richcompare, Node_richcompare},
+  {Py_tp_repr, Node_repr},
+  {Py_tp_methods, Node_methods},
+  {Py_tp_getset, Node_getset},
+  {Py_mp_length, Node_length},
+  {Py_mp_subscript, Node_subscript},
+  {Py_sq_contains, Node_contains},
+  {Py_tp_hash, PyObject_HashNotImplemented},
+  {Py_tp_doc, "A gpuplan result: a read-only view of the library's document (keys as attributes)."},
+  {0, NULL}
+};
+
+static PyType_Spec Node_spec = {
+  "gpuplan.Result", sizeof(NodeObject), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE, Node_slots
+};
+
+/* --- running a command -------------------------------------------------------- */
+
+/* One keyword argument, converted with the GIL held, applied without it. */
+typedef struct job_arg {
+  const char *name;
+  int kind;            /* 0 int, 1 real, 2 bool, 3 text */
+  int64_t i;
+  double r;
+  const char *s;
+  Py_ssize_t n;
+} job_arg;
+
+#define MAX_ARGS 96
+
+static int add_arg(job_arg *a, int *n, const char *name, PyObject *v) {
+  if (*n >= MAX_ARGS) {
+    PyErr_SetString(PyExc_TypeError, "too many options");
+    return -1;
+  }
+  a[*n].name = name;
+  if (PyBool_Check(v)) {
+    a[*n].kind = 2;
+    a[*n].i = v == Py_True;
+  } else if (PyLong_Check(v)) {
+    int overflow = 0;
+    a[*n].kind = 0;
+    a[*n].i = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow) {
+      a[*n].kind = 1;
+      a[*n].r = PyLong_AsDouble(v);
+      if (a[*n].r == -1.0 && PyErr_Occurred()) PyErr_Clear();
+    }
+  } else if (PyFloat_Check(v)) {
+    a[*n].kind = 1;
+    a[*n].r = PyFloat_AS_DOUBLE(v);
+  } else if (PyUnicode_Check(v)) {
+    a[*n].kind = 3;
+    if (!(a[*n].s = PyUnicode_AsUTF8AndSize(v, &a[*n].n))) return -1;
+  } else if (PyBytes_Check(v)) {
+    a[*n].kind = 3;
+    a[*n].s = PyBytes_AS_STRING(v);
+    a[*n].n = PyBytes_GET_SIZE(v);
+  } else if (PyObject_HasAttrString(v, "__fspath__")) {
+    PyErr_Format(PyExc_TypeError, "%s: pass the path as a str (os.fspath(path))", name);
+    return -1;
+  } else {
+    PyErr_Format(PyExc_TypeError, "%s: %.80s is not a number, a bool or a str", name, Py_TYPE(v)->tp_name);
+    return -1;
+  }
+  (*n)++;
+  return 0;
+}
+
+/* Keyword arguments into job_args: None is "unset"; a list or tuple repeats
+ * the option (faults=["thermal@3", "ecc"]). */
+static int args_from(PyObject *kw, job_arg *a, int *n) {
   Py_ssize_t pos = 0;
-  *o = d;
+  PyObject *k, *v;
   if (!kw) return 0;
-  while (PyDict_Next(kw, &pos, &key, &val)) {
-    const char *k = PyUnicode_AsUTF8(key);
-    size_t i;
-    int skip = 0, rc = GPUPLAN_OK;
-    if (!k) return -1;
-    for (i = 0; extra && extra[i]; i++)
-      if (strcmp(k, extra[i]) == 0) skip = 1;
-    if (skip) continue;
-    switch (gpuplan_option_kind(k)) {
-    case GPUPLAN_OPTION_INT: {
-      long long v;
-      if (!PyLong_Check(val)) {
-        PyErr_Format(PyExc_TypeError, "%s: expected an int, got %.80s", k, Py_TYPE(val)->tp_name);
-        return -1;
-      }
-      v = PyLong_AsLongLong(val);
-      if (v == -1 && PyErr_Occurred()) return -1;
-      rc = gpuplan_option_set_int(self->ctx, o, k, v);
-      break;
+  while (PyDict_Next(kw, &pos, &k, &v)) {
+    const char *name = PyUnicode_AsUTF8(k);
+    if (!name) return -1;
+    if (v == Py_None) continue;
+    if (PyList_Check(v) || PyTuple_Check(v)) {
+      Py_ssize_t i, m = PySequence_Fast_GET_SIZE(v);
+      for (i = 0; i < m; i++)
+        if (add_arg(a, n, name, PySequence_Fast_GET_ITEM(v, i))) return -1;
+      continue;
     }
-    case GPUPLAN_OPTION_BOOL: {
-      int v = PyObject_IsTrue(val);
-      if (v < 0) return -1;
-      rc = gpuplan_option_set_int(self->ctx, o, k, v);
-      break;
-    }
-    case GPUPLAN_OPTION_REAL: {
-      double v = PyFloat_AsDouble(val);
-      if (v == -1 && PyErr_Occurred()) return -1;
-      rc = gpuplan_option_set_real(self->ctx, o, k, v);
-      break;
-    }
-    case GPUPLAN_OPTION_ENUM: {
-      const char *v;
-      if (!PyUnicode_Check(val)) {
-        PyErr_Format(PyExc_TypeError, "%s: expected a str, got %.80s", k, Py_TYPE(val)->tp_name);
-        return -1;
-      }
-      if (!(v = PyUnicode_AsUTF8(val))) return -1;
-      rc = gpuplan_option_set_string(self->ctx, o, k, v);
-      break;
-    }
-    default:
-      PyErr_Format(PyExc_TypeError, "unexpected keyword argument '%s'", k);
-      return -1;
-    }
-    if (rc) {
-      raise_code(st, rc, gpuplan_errmsg(self->ctx));
-      return -1;
-    }
+    if (add_arg(a, n, name, v)) return -1;
   }
   return 0;
 }
 
-/* --- building result dicts ------------------------------------------------- */
+/* Run a command; the lock is taken and the job used without the GIL. */
+static PyObject *run_command(CatalogObject *self, const char *command, job_arg *a, int n) {
+  modstate *st = state_of_module(self->module);
+  gpuplan_doc *doc = NULL;
+  int rc = GPUPLAN_OK, failed_arg = -1, closed = 0, i;
+  char msg[1024];
+  NodeObject *root;
+  msg[0] = 0;
+  Py_BEGIN_ALLOW_THREADS
+  if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) PyThread_acquire_lock(self->lock, WAIT_LOCK);
+  if (!self->cat) {
+    closed = 1;
+  } else {
+    gpuplan_job_reset(self->job);
+    for (i = 0; i < n && !rc; i++) {
+      switch (a[i].kind) {
+      case 0: rc = gpuplan_job_set_int(self->job, a[i].name, a[i].i); break;
+      case 1: rc = gpuplan_job_set_real(self->job, a[i].name, a[i].r); break;
+      case 2: rc = gpuplan_job_set_bool(self->job, a[i].name, (int)a[i].i); break;
+      default: rc = gpuplan_job_set_text(self->job, a[i].name, a[i].s, (size_t)a[i].n); break;
+      }
+      if (rc) failed_arg = i;
+    }
+    if (!rc) rc = gpuplan_job_run(self->job, command, &doc);
+    if (rc) snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(self->ctx));
+  }
+  PyThread_release_lock(self->lock);
+  Py_END_ALLOW_THREADS
+  if (closed) {
+    PyErr_SetString(st->Error, "gpuplan: the catalog is closed");
+    return NULL;
+  }
+  if (rc) {
+    if (failed_arg >= 0 && rc == GPUPLAN_ENOTFOUND && !gpuplan_job_option_find(a[failed_arg].name, NULL)) {
+      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s' (%s)", command,
+                   a[failed_arg].name, msg);
+      return NULL;
+    }
+    return raise_code(st, rc, msg);
+  }
+  root = PyObject_New(NodeObject, st->NodeType);
+  if (!root) {
+    /* free under the lock: the context is shared */
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    gpuplan_doc_free(doc);
+    PyThread_release_lock(self->lock);
+    return NULL;
+  }
+  root->root = NULL;
+  root->doc = doc;
+  root->cat = Py_NewRef((PyObject *)self);
+  root->v = gpuplan_doc_root(doc);
+  return (PyObject *)root;
+}
 
-/* Set d[key] = v, stealing v; -1 on error (v NULL included). */
+static PyObject *Catalog_run(CatalogObject *self, PyObject *args, PyObject *kw) {
+  job_arg a[MAX_ARGS];
+  int n = 0;
+  const char *command;
+  if (PyTuple_GET_SIZE(args) != 1 || !PyUnicode_Check(PyTuple_GET_ITEM(args, 0))) {
+    PyErr_SetString(PyExc_TypeError, "run(command, **options): command is a str such as 'plan'");
+    return NULL;
+  }
+  if (!(command = PyUnicode_AsUTF8(PyTuple_GET_ITEM(args, 0)))) return NULL;
+  if (args_from(kw, a, &n)) return NULL;
+  return run_command(self, command, a, n);
+}
+
+/* plan/perf/search/simulate(model, gpu=None, **options) */
+static PyObject *run_model(CatalogObject *self, const char *command, PyObject *args, PyObject *kw) {
+  job_arg a[MAX_ARGS];
+  int n = 0;
+  Py_ssize_t np = PyTuple_GET_SIZE(args);
+  if (np < 1 || np > 2) {
+    PyErr_Format(PyExc_TypeError, "%s(model, gpu=None, **options) takes 1 or 2 positional arguments", command);
+    return NULL;
+  }
+  if (add_arg(a, &n, "model", PyTuple_GET_ITEM(args, 0))) return NULL;
+  if (np == 2 && PyTuple_GET_ITEM(args, 1) != Py_None && add_arg(a, &n, "gpu", PyTuple_GET_ITEM(args, 1)))
+    return NULL;
+  if (args_from(kw, a, &n)) return NULL;
+  return run_command(self, command, a, n);
+}
+
+static PyObject *Catalog_plan(CatalogObject *self, PyObject *args, PyObject *kw) {
+  return run_model(self, "plan", args, kw);
+}
+static PyObject *Catalog_perf(CatalogObject *self, PyObject *args, PyObject *kw) {
+  return run_model(self, "perf", args, kw);
+}
+static PyObject *Catalog_search(CatalogObject *self, PyObject *args, PyObject *kw) {
+  return run_model(self, "search", args, kw);
+}
+static PyObject *Catalog_simulate(CatalogObject *self, PyObject *args, PyObject *kw) {
+  return run_model(self, "simulate", args, kw);
+}
+static PyObject *Catalog_serve(CatalogObject *self, PyObject *args, PyObject *kw) {
+  return run_model(self, "serve", args, kw);
+}
+
+/* The option table, for docs, stubs and introspection. */
+static PyObject *mod_options(PyObject *module, PyObject *unused) {
+  static const char *const types[] = {"int", "real", "bool", "enum", "str", "bytes", "list"};
+  PyObject *list = PyList_New(0);
+  const gpuplan_option_info *o;
+  size_t i, c;
+  (void)module;
+  (void)unused;
+  for (i = 0; list && (o = gpuplan_job_option(i)); i++) {
+    PyObject *cmds = PyList_New(0), *d;
+    for (c = 0; cmds && gpuplan_command_name(c); c++)
+      if (o->commands & (1u << c)) {
+        PyObject *s = PyUnicode_FromString(gpuplan_command_name(c));
+        if (!s || PyList_Append(cmds, s) < 0) Py_CLEAR(cmds);
+        Py_XDECREF(s);
+      }
+    if (!cmds) {
+      Py_CLEAR(list);
+      break;
+    }
+    d = Py_BuildValue("{s:s,s:s,s:s,s:s,s:d,s:d,s:z,s:z,s:s,s:N,s:s,s:O}", "name", o->name, "flag", o->flag,
+                      "type", types[o->type], "unit", o->unit, "min", o->min, "max", o->max, "choices", o->choices,
+                      "default", o->default_text, "help", o->help, "commands", cmds, "group", o->group,
+                      "positional", (o->flags & GPUPLAN_OPTF_POSITIONAL) ? Py_True : Py_False);
+    if (!d || PyList_Append(list, d) < 0) Py_CLEAR(list);
+    Py_XDECREF(d);
+  }
+  return list;
+}
+
+/* The field description of a result kind. */
+static PyObject *mod_result_fields(PyObject *module, PyObject *arg) {
+  static const char *const types[] = {"null", "bool", "int", "real", "str", "list", "dict"};
+  const char *kind = PyUnicode_AsUTF8(arg);
+  const gpuplan_result_field *f;
+  size_t n, i;
+  int version;
+  PyObject *list;
+  (void)module;
+  if (!kind) return NULL;
+  if (!(f = gpuplan_result_fields(kind, &n, &version))) {
+    PyErr_Format(PyExc_KeyError, "no result kind '%s'", kind);
+    return NULL;
+  }
+  list = PyList_New(0);
+  for (i = 0; list && i < n; i++) {
+    PyObject *d = Py_BuildValue("{s:s,s:s,s:s,s:s}", "path", f[i].path, "type", types[f[i].type], "unit", f[i].unit,
+                                "help", f[i].help);
+    if (!d || PyList_Append(list, d) < 0) Py_CLEAR(list);
+    Py_XDECREF(d);
+  }
+  return list;
+}
+
+static PyObject *mod_result_kinds(PyObject *module, PyObject *unused) {
+  PyObject *list = PyList_New(0);
+  size_t i;
+  const char *k;
+  (void)module;
+  (void)unused;
+  for (i = 0; list && (k = gpuplan_result_kind(i)); i++) {
+    PyObject *d = Py_BuildValue("(sz)", k, gpuplan_result_table(k));
+    if (!d || PyList_Append(list, d) < 0) Py_CLEAR(list);
+    Py_XDECREF(d);
+  }
+  return list;
+}
+
+static PyObject *mod_register(PyObject *module, PyObject *factory) {
+  modstate *st = state_of_module(module);
+  Py_XSETREF(st->result_factory, Py_NewRef(factory));
+  Py_RETURN_NONE;
+}
+
+/* Small builders for the dicts of devices and replays (moving to the job API). */
 static int dset(PyObject *d, const char *key, PyObject *v) {
   int rc;
   if (!v) return -1;
@@ -328,409 +891,10 @@ static int dset(PyObject *d, const char *key, PyObject *v) {
   Py_DECREF(v);
   return rc;
 }
-
-/* A number as the CLI's JSON writes it: None when not finite. */
 static PyObject *num(double v) { return isfinite(v) ? PyFloat_FromDouble(v) : Py_NewRef(Py_None); }
 static PyObject *i64(int64_t v) { return PyLong_FromLongLong(v); }
 static PyObject *u64(uint64_t v) { return PyLong_FromUnsignedLongLong(v); }
 static PyObject *str(const char *s) { return s ? PyUnicode_FromString(s) : Py_NewRef(Py_None); }
-
-/* One stage of the memory model, keys as `gpuplan plan --json` "worst". */
-static PyObject *memory_dict(const gpuplan_memory *r) {
-  PyObject *comps = PyList_New(0), *d = PyDict_New();
-  int i;
-  if (!comps || !d) goto fail;
-  for (i = 0; i < GPUPLAN_MEM_COUNT; i++) {
-    PyObject *c;
-    if (!r->item[i].bytes) continue;
-    c = Py_BuildValue("{s:s,s:K,s:s}", "name", r->item[i].name, "bytes",
-                      (unsigned long long)r->item[i].bytes, "formula", r->item[i].formula);
-    if (!c || PyList_Append(comps, c) < 0) {
-      Py_XDECREF(c);
-      goto fail;
-    }
-    Py_DECREF(c);
-  }
-  if (dset(d, "stage", i64(r->stage)) || dset(d, "layers", i64(r->layers)) ||
-      dset(d, "microbatches_in_flight", num(r->microbatches_in_flight)) ||
-      dset(d, "params_rank", num(r->params_rank)) || dset(d, "components", Py_NewRef(comps)) ||
-      dset(d, "total_bytes", u64(r->total)) || dset(d, "capacity_bytes", u64(r->capacity)) ||
-      dset(d, "fits", PyBool_FromLong(r->fits)) || dset(d, "headroom_bytes", i64(r->headroom)) ||
-      dset(d, "host_bytes", u64(r->host_bytes)))
-    goto fail;
-  if (r->kv_bytes_per_token &&
-      (dset(d, "kv_bytes_per_token", u64(r->kv_bytes_per_token)) ||
-       dset(d, "kv_waste_bytes", u64(r->kv_waste_bytes)) || dset(d, "max_sequences", i64(r->max_sequences))))
-    goto fail;
-  Py_DECREF(comps);
-  return d;
-fail:
-  Py_XDECREF(comps);
-  Py_XDECREF(d);
-  return NULL;
-}
-
-static PyObject *options_dict(const gpuplan_memory_options *o, const gpuplan_model *m) {
-  return Py_BuildValue("{s:s,s:s,s:s,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:s,s:s,s:O}", "precision",
-                       gpuplan_precision_name(o->precision), "optimizer", gpuplan_optimizer_name(o->optimizer),
-                       "convention", gpuplan_convention_name(o->convention), "recompute",
-                       gpuplan_recompute_name(o->recompute), "micro_batch", (long long)o->micro_batch,
-                       "seq_len", (long long)(o->seq_len ? o->seq_len : m->seq_len), "tp", (long long)o->tp,
-                       "pp", (long long)o->pp, "dp", (long long)o->dp, "cp", (long long)o->cp, "ep",
-                       (long long)o->ep, "dp_mode", gpuplan_dp_mode_name(o->dp_mode), "schedule",
-                       gpuplan_schedule_name(o->schedule), "flash_attention",
-                       o->flash_attention ? Py_True : Py_False);
-}
-
-/* Performance, keys as `gpuplan perf --json`. */
-static PyObject *perf_dict(const gpuplan_perf *p, double tokens) {
-  PyObject *d = PyDict_New(), *bd = PyDict_New(), *by = PyDict_New();
-  if (!d || !bd || !by) goto fail;
-  if (dset(bd, "compute", num(p->compute_s)) || dset(bd, "bubble", num(p->bubble_s)) ||
-      dset(bd, "tp_comm", num(p->tp_comm_s)) || dset(bd, "cp_comm", num(p->cp_comm_s)) ||
-      dset(bd, "pp_comm", num(p->pp_comm_s)) || dset(bd, "dp_comm", num(p->dp_comm_s)) ||
-      dset(bd, "optimizer", num(p->optimizer_s)) || dset(by, "nvlink", num(p->bytes_nvlink_per_gpu)) ||
-      dset(by, "pcie", num(p->bytes_pcie_per_gpu)) || dset(by, "network", num(p->bytes_network_per_gpu)))
-    goto fail;
-  if (dset(d, "gpus", i64(p->gpus)) || dset(d, "global_batch", i64(p->global_batch)) ||
-      dset(d, "step_s", num(p->step_s)) || dset(d, "breakdown_s", Py_NewRef(bd)) ||
-      dset(d, "tokens_per_s", num(p->tokens_per_s)) || dset(d, "mfu", num(p->mfu)) ||
-      dset(d, "hfu", num(p->hfu)) || dset(d, "model_flops_per_token", num(p->model_flops_per_token)) ||
-      dset(d, "bytes_per_step_per_gpu", Py_NewRef(by)) || dset(d, "cost_per_hour", num(p->cost_per_hour)) ||
-      dset(d, "cost_per_mtok", num(p->cost_per_mtok)) || dset(d, "train_tokens", num(tokens)) ||
-      dset(d, "train_seconds", num(p->train_seconds)) || dset(d, "train_cost", num(p->train_cost)) ||
-      dset(d, "peak_flops", num(p->peak_flops)))
-    goto fail;
-  Py_DECREF(bd);
-  Py_DECREF(by);
-  return d;
-fail:
-  Py_XDECREF(d);
-  Py_XDECREF(bd);
-  Py_XDECREF(by);
-  return NULL;
-}
-
-/* --- a job: model, hardware, options, from the call's arguments ------------ */
-
-typedef gpuplan_jobspec job;
-
-static int64_t kw_int(PyObject *kw, const char *key, int64_t dflt) {
-  PyObject *v = kw ? PyDict_GetItemString(kw, key) : NULL;
-  if (!v || v == Py_None) return dflt;
-  return PyLong_AsLongLong(v);
-}
-
-static double kw_num(PyObject *kw, const char *key, double dflt) {
-  PyObject *v = kw ? PyDict_GetItemString(kw, key) : NULL;
-  if (!v || v == Py_None) return dflt;
-  return PyFloat_AsDouble(v);
-}
-
-/* Resolve the model and hardware and parse the options, under the lock
- * (gpuplan_job_resolve: the CLI's rules).  gpu may be NULL when node=
- * names a catalog VM. */
-static int job_from(CatalogObject *self, modstate *st, const char *model, const char *gpu, PyObject *kw,
-                    const char *const *extra, job *j) {
-  PyObject *nodev = kw ? PyDict_GetItemString(kw, "node") : NULL;
-  const char *node = NULL;
-  int64_t gpus = kw_int(kw, "gpus", 0), nodes = kw_int(kw, "nodes", 1), per_node = kw_int(kw, "per_node", 8);
-  int rc;
-  if (PyErr_Occurred()) return -1;
-  if (nodev && nodev != Py_None && !(node = PyUnicode_AsUTF8(nodev))) return -1;
-  if (options_from(self, st, kw, &j->options, extra)) return -1;
-  rc = gpuplan_job_resolve(self->ctx, self->cat, model, gpu, node, gpus, nodes, per_node,
-                           kw && PyDict_GetItemString(kw, "dp") != NULL, j);
-  if (rc) {
-    raise_code(st, rc, gpuplan_errmsg(self->ctx));
-    return -1;
-  }
-  return 0;
-}
-
-static int cluster_of(CatalogObject *self, modstate *st, const job *j, gpuplan_cluster *cl) {
-  int rc = gpuplan_job_cluster(self->ctx, self->cat, j, cl);
-  if (rc) raise_code(st, rc, gpuplan_errmsg(self->ctx));
-  return rc ? -1 : 0;
-}
-
-/* The head of every job result: model, params, gpu, gpus, workload, options. */
-static PyObject *job_head(const job *j, double params) {
-  PyObject *d = PyDict_New();
-  if (!d) return NULL;
-  if (dset(d, "model", str(j->model_name)) || dset(d, "params", num(params)) || dset(d, "gpu", str(j->gpu->id)) ||
-      dset(d, "gpus", i64(j->gpus)) ||
-      dset(d, "workload", str(j->options.workload == GPUPLAN_TRAIN ? "train" : "infer")) ||
-      dset(d, "options", options_dict(&j->options, j->model))) {
-    Py_DECREF(d);
-    return NULL;
-  }
-  return d;
-}
-
-static const char *const plan_keys[] = {"gpus", "node", "nodes", "per_node", "max_gpus", "per_rank", NULL};
-
-static PyObject *Catalog_plan(CatalogObject *self, PyObject *args, PyObject *kw) {
-  modstate *st = state_of_module(self->module);
-  const char *model, *gpu = NULL;
-  job j;
-  gpuplan_memory worst;
-  gpuplan_fix fixes[16];
-  size_t nfix = 0, k;
-  int64_t max_gpus = kw_int(kw, "max_gpus", 0);
-  PyObject *prv = kw ? PyDict_GetItemString(kw, "per_rank") : NULL;
-  int per_rank = prv ? PyObject_IsTrue(prv) : 0, rc;
-  PyObject *d = NULL, *ladder = NULL, *stages = NULL;
-  if (PyErr_Occurred() || per_rank < 0 || !PyArg_ParseTuple(args, "s|z:plan", &model, &gpu)) return NULL;
-  if (lock_catalog(self, st)) return NULL;
-  if (job_from(self, st, model, gpu, kw, plan_keys, &j)) goto done;
-  if (!max_gpus) max_gpus = j.gpus > 8 ? j.gpus : 8;
-  /* microseconds each: the GIL stays held */
-  rc = gpuplan_memory_eval(self->ctx, j.model, j.gpu, &j.options, GPUPLAN_STAGE_WORST, &worst);
-  if (!rc && !worst.fits)
-    rc = gpuplan_memory_ladder(self->ctx, self->cat, j.model, j.gpu, &j.options, max_gpus, fixes,
-                               sizeof fixes / sizeof fixes[0], &nfix);
-  if (rc) {
-    raise_code(st, rc, gpuplan_errmsg(self->ctx));
-    goto done;
-  }
-  if (!(d = job_head(&j, worst.params_total)) || dset(d, "worst", memory_dict(&worst))) goto fail;
-  if (per_rank) {
-    int64_t s;
-    if (!(stages = PyList_New(0))) goto fail;
-    for (s = 0; s < j.options.pp; s++) {
-      gpuplan_memory r;
-      PyObject *x;
-      if ((rc = gpuplan_memory_eval(self->ctx, j.model, j.gpu, &j.options, s, &r))) {
-        raise_code(st, rc, gpuplan_errmsg(self->ctx));
-        goto fail;
-      }
-      x = memory_dict(&r);
-      if (!x || PyList_Append(stages, x) < 0) {
-        Py_XDECREF(x);
-        goto fail;
-      }
-      Py_DECREF(x);
-    }
-    if (dset(d, "stages", stages)) {
-      stages = NULL;
-      goto fail;
-    }
-    stages = NULL;
-  }
-  if (!(ladder = PyList_New(0))) goto fail;
-  for (k = 0; k < nfix; k++) {
-    PyObject *x = Py_BuildValue("{s:n,s:s,s:s,s:L,s:K,s:K,s:O}", "step", (Py_ssize_t)(k + 1), "change",
-                                fixes[k].what, "gpu", fixes[k].gpu->id, "gpus", (long long)fixes[k].gpus,
-                                "total_bytes", (unsigned long long)fixes[k].total, "capacity_bytes",
-                                (unsigned long long)fixes[k].capacity, "fits", fixes[k].fits ? Py_True : Py_False);
-    if (!x || PyList_Append(ladder, x) < 0) {
-      Py_XDECREF(x);
-      goto fail;
-    }
-    Py_DECREF(x);
-  }
-  if (dset(d, "ladder", ladder)) {
-    ladder = NULL;
-    goto fail;
-  }
-  ladder = NULL;
-  goto done;
-fail:
-  Py_CLEAR(d);
-  Py_XDECREF(ladder);
-  Py_XDECREF(stages);
-done:
-  unlock_catalog(self);
-  return d;
-}
-
-static const char *const perf_keys[] = {"gpus", "node", "nodes", "per_node", "global_batch", "tokens", NULL};
-
-static PyObject *Catalog_perf(CatalogObject *self, PyObject *args, PyObject *kw) {
-  modstate *st = state_of_module(self->module);
-  const char *model, *gpu = NULL;
-  job j;
-  gpuplan_cluster cl;
-  gpuplan_perf p;
-  gpuplan_memory worst;
-  int64_t G = kw_int(kw, "global_batch", 0);
-  double D = kw_num(kw, "tokens", 0);
-  PyObject *d = NULL;
-  int rc;
-  if (PyErr_Occurred() || !PyArg_ParseTuple(args, "s|z:perf", &model, &gpu)) return NULL;
-  if (lock_catalog(self, st)) return NULL;
-  if (job_from(self, st, model, gpu, kw, perf_keys, &j) || cluster_of(self, st, &j, &cl)) goto done;
-  rc = gpuplan_memory_eval(self->ctx, j.model, j.gpu, &j.options, GPUPLAN_STAGE_WORST, &worst);
-  if (!rc) rc = gpuplan_perf_eval(self->ctx, j.model, &cl, &j.options, G, D, NULL, &p);
-  if (rc) {
-    raise_code(st, rc, gpuplan_errmsg(self->ctx));
-    goto done;
-  }
-  d = perf_dict(&p, D);
-  if (d && (dset(d, "fits", PyBool_FromLong(worst.fits)) || dset(d, "memory_bytes", u64(worst.total))))
-    Py_CLEAR(d);
-done:
-  unlock_catalog(self);
-  return d;
-}
-
-static const char *const search_keys[] = {"gpus", "node", "nodes", "per_node", "global_batch", "top",
-                                          "objective", NULL};
-
-static PyObject *Catalog_search(CatalogObject *self, PyObject *args, PyObject *kw) {
-  modstate *st = state_of_module(self->module);
-  const char *model, *gpu = NULL;
-  job j;
-  gpuplan_cluster cl;
-  gpuplan_candidate best[100];
-  gpuplan_search_stats stats;
-  size_t n = 0, i;
-  int64_t G = kw_int(kw, "global_batch", 0), top = kw_int(kw, "top", 5);
-  PyObject *obj = kw ? PyDict_GetItemString(kw, "objective") : NULL;
-  const char *objective = obj && obj != Py_None ? PyUnicode_AsUTF8(obj) : "time";
-  gpuplan_objective ob;
-  PyObject *list = NULL, *d = NULL;
-  int rc;
-  if (PyErr_Occurred() || !objective || !PyArg_ParseTuple(args, "s|z:search", &model, &gpu)) return NULL;
-  if (strcmp(objective, "time") == 0) ob = GPUPLAN_OBJ_TIME;
-  else if (strcmp(objective, "cost") == 0) ob = GPUPLAN_OBJ_COST;
-  else {
-    PyErr_Format(st->InvalidError, "objective: '%s' is not time or cost", objective);
-    return NULL;
-  }
-  if (G < 1) {
-    PyErr_SetString(st->InvalidError, "global_batch: search needs a global batch of at least 1 sequence");
-    return NULL;
-  }
-  if (top < 1 || top > 100) {
-    PyErr_Format(st->InvalidError, "top: %lld is not in 1..100", (long long)top);
-    return NULL;
-  }
-  if (lock_catalog(self, st)) return NULL;
-  if (job_from(self, st, model, gpu, kw, search_keys, &j) || cluster_of(self, st, &j, &cl)) {
-    unlock_catalog(self);
-    return NULL;
-  }
-  /* milliseconds to seconds: other Python threads run meanwhile */
-  Py_BEGIN_ALLOW_THREADS
-  rc = gpuplan_search(self->ctx, j.model, &cl, &j.options, G, ob, best, (size_t)top, &n, &stats, NULL, NULL);
-  Py_END_ALLOW_THREADS
-  if (rc) {
-    raise_code(st, rc, gpuplan_errmsg(self->ctx));
-    unlock_catalog(self);
-    return NULL;
-  }
-  unlock_catalog(self);
-  if (!(d = PyDict_New()) || !(list = PyList_New(0))) goto fail;
-  for (i = 0; i < n; i++) {
-    const gpuplan_memory_options *q = &best[i].options;
-    PyObject *x = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:s,s:s,s:N,s:N,s:N,s:K,s:N,s:s,s:N}", "tp",
-                                (long long)q->tp, "pp", (long long)q->pp, "cp", (long long)q->cp, "dp",
-                                (long long)q->dp, "vpp", (long long)q->vpp, "micro_batch",
-                                (long long)q->micro_batch, "recompute", gpuplan_recompute_name(q->recompute),
-                                "dp_mode", gpuplan_dp_mode_name(q->dp_mode), "step_s", num(best[i].perf.step_s),
-                                "tokens_per_s", num(best[i].perf.tokens_per_s), "mfu", num(best[i].perf.mfu),
-                                "memory_bytes", (unsigned long long)best[i].memory_bytes, "cost_per_mtok",
-                                num(best[i].perf.cost_per_mtok), "why", best[i].why, "perf",
-                                perf_dict(&best[i].perf, 0));
-    if (!x || PyList_Append(list, x) < 0) {
-      Py_XDECREF(x);
-      goto fail;
-    }
-    Py_DECREF(x);
-  }
-  if (dset(d, "evaluated", u64(stats.evaluated)) || dset(d, "too_big", u64(stats.too_big)) ||
-      dset(d, "invalid", u64(stats.invalid)) || dset(d, "best", Py_NewRef(list)))
-    goto fail;
-  Py_DECREF(list);
-  return d;
-fail:
-  Py_XDECREF(list);
-  Py_XDECREF(d);
-  return NULL;
-}
-
-static const char *const sim_keys[] = {"gpus", "node", "nodes", "per_node", "steps", "alloc_conf",
-                                       "keep_grads", "snapshot", "other_procs", NULL};
-
-static PyObject *Catalog_simulate(CatalogObject *self, PyObject *args, PyObject *kw) {
-  modstate *st = state_of_module(self->module);
-  const char *model, *gpu = NULL;
-  job j;
-  gpuplan_simulate_options so = GPUPLAN_SIMULATE_OPTIONS_INIT;
-  gpuplan_simulate_result r;
-  int64_t other;
-  PyObject *conf = kw ? PyDict_GetItemString(kw, "alloc_conf") : NULL;
-  PyObject *keep = kw ? PyDict_GetItemString(kw, "keep_grads") : NULL;
-  PyObject *snap = kw ? PyDict_GetItemString(kw, "snapshot") : NULL, *snapb = NULL;
-  char confbuf[512] = "";
-  PyObject *d = NULL;
-  int rc;
-  if (!PyArg_ParseTuple(args, "s|z:simulate", &model, &gpu)) return NULL;
-  so.steps = kw_int(kw, "steps", 2);
-  other = kw_int(kw, "other_procs", 0);
-  if (PyErr_Occurred()) return NULL;
-  if (other < 0) {
-    PyErr_Format(st->InvalidError, "other_procs: %lld bytes is negative", (long long)other);
-    return NULL;
-  }
-  if (so.steps < 1 || so.steps > 1000) {
-    PyErr_Format(st->InvalidError, "steps: %lld is not in 1..1000", (long long)so.steps);
-    return NULL;
-  }
-  if (keep) {
-    int v = PyObject_IsTrue(keep);
-    if (v < 0) return NULL;
-    so.set_to_none = !v;
-  }
-  if (conf && conf != Py_None) {
-    Py_ssize_t len;
-    const char *s = PyUnicode_AsUTF8AndSize(conf, &len);
-    if (!s) return NULL;
-    if ((size_t)len >= sizeof confbuf) {
-      PyErr_SetString(st->InvalidError, "alloc_conf: longer than 511 bytes");
-      return NULL;
-    }
-    memcpy(confbuf, s, (size_t)len + 1); /* copied: the GIL is released below */
-    so.alloc_conf = confbuf;
-  }
-  if (snap && snap != Py_None) {
-    if (!PyUnicode_FSConverter(snap, &snapb)) return NULL;
-    so.snapshot_path = PyBytes_AS_STRING(snapb);
-  }
-  if (lock_catalog(self, st)) {
-    Py_XDECREF(snapb);
-    return NULL;
-  }
-  if (job_from(self, st, model, gpu, kw, sim_keys, &j)) goto done;
-  Py_BEGIN_ALLOW_THREADS
-  rc = gpuplan_mock_simulate(self->ctx, j.model, j.gpu, &j.options, &so, (uint64_t)other, &r);
-  Py_END_ALLOW_THREADS
-  if (rc) {
-    raise_code(st, rc, gpuplan_errmsg(self->ctx));
-    goto done;
-  }
-  d = Py_BuildValue("{s:L,s:N,s:O,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:K,s:N,s:L,s:L,s:O}", "steps",
-                    (long long)r.steps_done, "alloc_conf", str(so.alloc_conf), "set_to_none",
-                    so.set_to_none ? Py_True : Py_False, "ops", (unsigned long long)r.ops, "capacity_bytes",
-                    (unsigned long long)r.capacity, "peak_allocated_bytes", (unsigned long long)r.peak_allocated,
-                    "peak_reserved_bytes", (unsigned long long)r.peak_reserved,
-                    "allocated_at_peak_reserved_bytes", (unsigned long long)r.allocated_at_peak_reserved,
-                    "largest_free_at_peak_bytes", (unsigned long long)r.largest_free_at_peak,
-                    "total_free_at_peak_bytes", (unsigned long long)r.total_free_at_peak, "fragmentation",
-                    num(r.fragmentation), "analytic_bytes", (unsigned long long)r.analytic_bytes, "vs_analytic",
-                    num(r.vs_analytic), "num_alloc_retries", (long long)r.num_alloc_retries, "num_ooms",
-                    (long long)r.num_ooms, "oom", r.oom ? Py_True : Py_False);
-  if (d && r.oom &&
-      (dset(d, "oom_step", i64(r.oom_step)) || dset(d, "oom_op", str(r.oom_op)) ||
-       dset(d, "oom_message", str(r.oom_message))))
-    Py_CLEAR(d);
-done:
-  unlock_catalog(self);
-  Py_XDECREF(snapb);
-  return d;
-}
 
 /* --- devices: the nvidia-smi view of real (CUDA + NVML) or mock GPUs ------- */
 
@@ -853,10 +1017,18 @@ done:
 static PyMethodDef Catalog_methods[] = {
   {"records", (PyCFunction)Catalog_records, METH_O, "records(kind) -> list of dicts (gpus, nodes, models, fabrics)"},
   {"find", (PyCFunction)Catalog_find, METH_VARARGS, "find(kind, name) -> dict (id, name or alias)"},
-  {"plan", (PyCFunction)(void (*)(void))Catalog_plan, METH_VARARGS | METH_KEYWORDS, "plan(model, gpu, **options) -> dict"},
-  {"perf", (PyCFunction)(void (*)(void))Catalog_perf, METH_VARARGS | METH_KEYWORDS, "perf(model, gpu=None, **options) -> dict"},
-  {"search", (PyCFunction)(void (*)(void))Catalog_search, METH_VARARGS | METH_KEYWORDS, "search(model, gpu=None, **options) -> list"},
-  {"simulate", (PyCFunction)(void (*)(void))Catalog_simulate, METH_VARARGS | METH_KEYWORDS, "simulate(model, gpu, **options) -> dict"},
+  {"run", (PyCFunction)(void (*)(void))Catalog_run, METH_VARARGS | METH_KEYWORDS,
+   "run(command, **options) -> Result: any command of the job API (gpuplan.options() lists the options)"},
+  {"plan", (PyCFunction)(void (*)(void))Catalog_plan, METH_VARARGS | METH_KEYWORDS,
+   "plan(model, gpu=None, **options) -> Result (gpuplan.plan/1)"},
+  {"perf", (PyCFunction)(void (*)(void))Catalog_perf, METH_VARARGS | METH_KEYWORDS,
+   "perf(model, gpu=None, **options) -> Result (gpuplan.perf/1)"},
+  {"search", (PyCFunction)(void (*)(void))Catalog_search, METH_VARARGS | METH_KEYWORDS,
+   "search(model, gpu=None, **options) -> Result (gpuplan.search/1 or gpuplan.search-across/1)"},
+  {"simulate", (PyCFunction)(void (*)(void))Catalog_simulate, METH_VARARGS | METH_KEYWORDS,
+   "simulate(model, gpu=None, **options) -> Result (gpuplan.simulate/1)"},
+  {"serve", (PyCFunction)(void (*)(void))Catalog_serve, METH_VARARGS | METH_KEYWORDS,
+   "serve(model, gpu=None, **options) -> Result (gpuplan.serve/1)"},
   {"devices", (PyCFunction)(void (*)(void))Catalog_devices, METH_VARARGS | METH_KEYWORDS,
    "devices(sim=None, faults=(), load=600, busy=0.95, mem=0.87) -> list of dicts"},
   {"close", (PyCFunction)Catalog_close, METH_NOARGS, "close() (idempotent)"},
@@ -877,7 +1049,7 @@ static PyType_Slot Catalog_slots[] = {
 
 static PyType_Spec Catalog_spec = {
   "gpuplan._gpuplan.Catalog", sizeof(CatalogObject), 0,
-  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE, Catalog_slots
+  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE, Catalog_slots
 };
 
 /* --- module functions ------------------------------------------------------- */
@@ -1063,6 +1235,10 @@ static PyMethodDef module_methods[] = {
   {"replay", (PyCFunction)(void (*)(void))mod_replay, METH_VARARGS | METH_KEYWORDS,
    "replay(path, alloc_conf=None, capacity=0, device=0) -> dict"},
   {"explain_oom", (PyCFunction)mod_explain_oom, METH_O, "explain_oom(text) -> dict"},
+  {"options", (PyCFunction)mod_options, METH_NOARGS, "options() -> the option table (list of dicts)"},
+  {"result_fields", (PyCFunction)mod_result_fields, METH_O, "result_fields(kind) -> the kind's field description"},
+  {"result_kinds", (PyCFunction)mod_result_kinds, METH_NOARGS, "result_kinds() -> [(kind, table key or None)]"},
+  {"_register", (PyCFunction)mod_register, METH_O, NULL},
   {NULL, NULL, 0, NULL}
 };
 
@@ -1110,6 +1286,8 @@ static int module_exec(PyObject *m) {
   Py_DECREF(b);
   st->CatalogType = (PyTypeObject *)PyType_FromModuleAndSpec(m, &Catalog_spec, NULL);
   if (!st->CatalogType || PyModule_AddType(m, st->CatalogType) < 0) return -1;
+  st->NodeType = (PyTypeObject *)PyType_FromModuleAndSpec(m, &Node_spec, NULL);
+  if (!st->NodeType || PyModule_AddObjectRef(m, "Document", (PyObject *)st->NodeType) < 0) return -1;
   if (PyModule_AddStringConstant(m, "__version__", gpuplan_version_string()) < 0) return -1;
   return 0;
 }
@@ -1125,6 +1303,8 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg) {
   Py_VISIT(st->CatalogError);
   Py_VISIT(st->OutOfMemoryError);
   Py_VISIT(st->CatalogType);
+  Py_VISIT(st->NodeType);
+  Py_VISIT(st->result_factory);
   return 0;
 }
 
@@ -1139,6 +1319,8 @@ static int module_clear(PyObject *m) {
   Py_CLEAR(st->CatalogError);
   Py_CLEAR(st->OutOfMemoryError);
   Py_CLEAR(st->CatalogType);
+  Py_CLEAR(st->NodeType);
+  Py_CLEAR(st->result_factory);
   return 0;
 }
 

@@ -29,7 +29,7 @@ except KeyError as e:  # gpuplan.AmbiguousError -> NotFoundError -> KeyError
     print(f"\n{type(e).__name__} ({e.gpuplan_errname}): {e}")
 
 # 4. Replay a real torch.cuda.memory snapshot under another allocator setting
-traces = os.environ.get("GPUPLAN_TRACES", "../shared/traces/torch-snapshots")
+traces = os.environ.get("GPUPLAN_TRACES", "tests/data/torch-snapshots")
 snap = os.path.join(traces, "cs336-ctx128-forward.pickle")
 if os.path.exists(snap):
     for conf in (None, "expandable_segments:True"):

@@ -18,7 +18,7 @@ int main(int argc, char **argv) {
   static const char *files[] = {"linear-grad.pickle", "cs336-small-forward.pickle",
                                 "cs336-ctx128-forward.pickle", "cs336-ctx256-forward.pickle",
                                 "cs336-2.7b-forward.pickle", "cs336-newest-format.pickle"};
-  const char *dir = argc > 1 ? argv[1] : "../shared/traces/torch-snapshots";
+  const char *dir = argc > 1 ? argv[1] : "tests/data/torch-snapshots";
   double min_rate = 1e30;
   size_t f;
   gpuplan_ctx *ctx;
@@ -35,8 +35,9 @@ int main(int argc, char **argv) {
     long bytes;
     snprintf(path, sizeof path, "%s/%s", dir, files[f]);
     if (!(fp = fopen(path, "rb"))) {
-      printf("  %-30s skipped (not found)\n", files[f]);
-      continue;
+      fprintf(stderr, "bench_replay: %s not found (vendored in tests/data/torch-snapshots)\n", path);
+      gpuplan_ctx_free(ctx);
+      return 1;
     }
     fseek(fp, 0, SEEK_END);
     bytes = ftell(fp);

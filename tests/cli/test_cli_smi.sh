@@ -44,7 +44,7 @@ check "doctor: driver/library mismatch" 1 "do not match" -- \
   env GPUPLAN_LIBCUDA="$fake" FAKE_CUDA_MODE=mismatch "$gp" doctor
 
 # NVML telemetry on the fake driver: the same symptoms on "real" devices
-check "smi NVML table" 0 "42C  P0              72W /  400W" -- \
+check "smi NVML table" 0 "42C    P0             72W /  400W" -- \
   env GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" "$gp" smi
 check "smi NVML driver version" 0 "Driver Version: 550.54.15" -- \
   env GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" "$gp" smi
@@ -79,12 +79,22 @@ check "smi healthy" 0 "P0" -- "$gp" smi --sim a100-80gb:8
 check "doctor healthy" 0 "0 failure(s)" -- "$gp" doctor --sim a100-80gb:8
 check "topo healthy" 0 "NV12" -- "$gp" smi --sim a100-80gb:4 topo -m
 # 1. OOM: another process holds the memory
-check "smi oom" 0 "python (a process outside this job)" -- "$gp" smi --sim a100-80gb:2 --fault oom@1
+check "smi oom" 0 "4243      C   /opt/conda/bin/python  *77336MiB" -- "$gp" smi --sim a100-80gb:2 --fault oom@1
 check "doctor oom" 1 "other processes hold" -- "$gp" doctor --sim a100-80gb:2 --fault oom@1
 # 2. CUDA version mismatch
 check "doctor cuda-mismatch" 1 "no kernel image is available" -- "$gp" doctor --sim h100-sxm5-80gb --fault cuda-mismatch
-check "doctor runtime newer than driver" 1 "CUDA driver version is insufficient" -- \
+# review EC-1: a newer minor of the driver's CUDA major runs (minor-version
+# compatibility, 525.60.13+ for 12.x); a newer major does not
+check "doctor 12.4 runtime on a 12.2 driver" 0 "runs through CUDA's minor-version compatibility" -- \
   "$gp" doctor --sim h100-sxm5-80gb --torch-cuda 12.4
+check "doctor 13.0 runtime on a 12.2 driver" 1 "needs a CUDA 13 driver (580 or later)" -- \
+  "$gp" doctor --sim h100-sxm5-80gb --torch-cuda 13.0
+check "doctor 13.0 runtime: forward compatibility" 1 "cuda-compat-13-0" -- \
+  "$gp" doctor --sim h100-sxm5-80gb --torch-cuda 13.0
+check "doctor 12.4 runtime on a 11.8 driver" 1 "needs a CUDA 12 driver" -- \
+  "$gp" doctor --sim a100-80gb --driver 520.61.05 --torch-cuda 12.4
+check "doctor 12.8 runtime on a 570 driver" 0 "0 failure(s)" -- \
+  "$gp" doctor --sim b200:8 --driver 570.86.15 --torch-cuda 12.8
 # 3. GPU not found
 check "smi gpu-not-found" 9 "couldn't communicate with the NVIDIA driver" -- \
   "$gp" smi --sim a100-80gb --fault gpu-not-found
@@ -109,11 +119,81 @@ check "doctor nvlink-down cost" 1 "on PCIe (" -- "$gp" doctor --sim a100-80gb:8 
 # bad input
 check "unknown fault" 2 "NAME one of oom" -- "$gp" smi --sim a100-80gb --fault gremlins
 check "fault on a missing GPU" 2 "ecc@5.*GPU in 0..1" -- "$gp" smi --sim a100-80gb:2 --fault ecc@5
-check "unknown SKU" 1 "a100-9000" -- "$gp" smi --sim a100-9000
+check "unknown SKU" 2 "a100-9000" -- "$gp" smi --sim a100-9000
 check "bad count" 2 "SKU\[:N\]" -- "$gp" smi --sim a100-80gb:0
-check "unknown field" 2 "field 'fan.speed' is not known" -- \
-  "$gp" smi --sim a100-80gb --query-gpu=fan.speed --format=csv
+check "unknown field" 2 "field 'gremlins.count' is not known" -- \
+  "$gp" smi --sim a100-80gb --query-gpu=gremlins.count --format=csv
 check "query needs csv" 2 "format=csv" -- "$gp" smi --sim a100-80gb --query-gpu=name
+
+# the seven problems, grouped across GPUs: one finding for eight GPUs
+check "doctor groups GPUs" 1 "GPUs 0-7: thermal throttling: 83 C, P2" -- "$gp" doctor --sim a100-80gb:8 --fault thermal
+check "doctor: a GPU fell off the bus" 1 "GPU 3: fell off the bus (Xid 79" -- \
+  "$gp" doctor --sim a100-80gb:8 --fault gpu-not-found@3
+check "smi -L: a lost GPU" 0 "GPU00000000:4E:00.0: GPU is lost" -- "$gp" smi --sim a100-80gb:8 --fault gpu-not-found@3 -L
+# framework builds against architectures (cu128 wheels and Volta)
+check "doctor: cu128 2.7 on V100" 1 "carry no kernels for compute capability 7.0 (Volta)" -- \
+  "$gp" doctor --sim v100:8 --torch-cuda 12.8 --torch 2.7
+check "doctor: cu128 2.8 on V100" 0 "0 failure(s)" -- "$gp" doctor --sim v100:8 --torch-cuda 12.8 --torch 2.8
+check "doctor: cu128 on V100, release unknown" 0 "only in releases 2.8-2.9" -- "$gp" doctor --sim v100:8 --torch-cuda 12.8
+check "doctor: cu124 on B200" 1 "carry no kernels for compute capability 10.0" -- \
+  "$gp" doctor --sim b200:8 --driver 570.86.15 --torch-cuda 12.4
+check "doctor: a 535 driver for B200" 1 "older than Blackwell GPUs" -- "$gp" doctor --sim b200:8 --torch-cuda 12.8
+check "doctor: sm_86 kernels run on sm_89" 0 "(sm_86)" -- "$gp" doctor --sim l4:1
+check "doctor recommends gpuplan smi" 1 "see: gpuplan smi --sim a100-80gb:1 --fault thermal -q -d TEMPERATURE,PERFORMANCE" -- \
+  "$gp" doctor --sim a100-80gb:1 --fault thermal
+check "doctor --json exits 1 on a failure" 1 '"ok": false' -- "$gp" doctor --sim a100-80gb:2 --fault ecc@1 --json
+# review L2: a non-finite or malformed --torch-cuda is refused, naming it
+check "doctor --torch-cuda inf" 2 "torch_cuda (--torch-cuda)" -- "$gp" doctor --sim a100-80gb:2 --torch-cuda inf
+check "doctor --torch-cuda nan" 2 "torch_cuda (--torch-cuda)" -- "$gp" doctor --sim a100-80gb:2 --torch-cuda nan
+check "doctor --torch-cuda 12.45" 2 "is not a CUDA version X.Y" -- "$gp" doctor --sim a100-80gb:2 --torch-cuda 12.45
+check "doctor --torch-cuda 1e400" 2 "torch_cuda" -- "$gp" doctor --sim a100-80gb:2 --torch-cuda 1e400
+# review L3: a layout whose product overflows is refused before any output
+check "topo layout overflow" 2 "overflows" -- \
+  "$gp" topo --gpu a100-80gb --nodes 16 --layout 4294967296,4294967296,1
+check "topo layout overflow, no matrix" 2 "" -- sh -c "'$gp' topo --gpu a100-80gb --nodes 16 --layout 4294967296,4294967296,1 | grep -q GPU0 && exit 9; exit 2"
+check "topo layout mismatch" 2 "but the cluster has 128 GPUs" -- "$gp" topo --gpu a100-80gb --nodes 16 --layout 8,2,4
+
+# nvidia-smi parity on the mock (review EC-4, EC-5)
+check "smi -q" 0 "Clocks Event Reasons" -- "$gp" smi --sim a100-80gb:1 -q
+check "smi -q -d" 0 "Used GPU Memory" -- \
+  "$gp" smi --sim a100-80gb:1 -q -d MEMORY,UTILIZATION,TEMPERATURE,POWER,CLOCK,PERFORMANCE,ECC,PIDS
+check "smi -q -d TEMPERATURE only" 1 "" -- sh -c "'$gp' smi --sim a100-80gb:1 -q -d TEMPERATURE | grep -q 'FB Memory Usage'"
+check "smi -q -d bad" 2 "is not one of MEMORY" -- "$gp" smi --sim a100-80gb:1 -q -d GREMLINS
+check "smi -i" 0 "^GPU 1: NVIDIA A100-SXM4-80GB" -- "$gp" smi --sim a100-80gb:2 -L -i 1
+check "smi -i out of range" 2 "'9' is no GPU here" -- "$gp" smi --sim a100-80gb:2 -L -i 9
+check "smi 535 layout" 0 "^| NVIDIA-SMI 535.161.08             Driver Version: 535.161.08   CUDA Version: 12.2     |$" -- \
+  "$gp" smi --sim a100-80gb:1
+check "smi 550 layout" 0 "^|   0  NVIDIA A100-SXM4-80GB          On  |   00000000:07:00.0 Off |" -- \
+  "$gp" smi --sim a100-80gb:1 --driver 550.54.15
+check "smi MIG row" 0 "Disabled |$" -- "$gp" smi --sim a100-80gb:1
+check "smi processes when memory is used" 0 "31400      C   /usr/bin/python3  *71338MiB" -- "$gp" smi --sim a100-80gb:1
+check "smi no processes when idle" 0 "No running processes found" -- "$gp" smi --sim a100-80gb:1 --load 0
+check "smi bad driver" 2 "is not an NVIDIA driver version" -- "$gp" smi --sim a100-80gb:1 --driver 9.9
+check "smi --fault without --sim" 2 "applies to simulated GPUs" -- "$gp" smi --fault ecc
+check "smi query new fields" 0 "^0, 1593 MHz, 1410 MHz, 1593 MHz, 4, 16, Enabled, 74, Disabled$" -- \
+  "$gp" smi --sim a100-80gb:1 --query-gpu=index,clocks.mem,clocks.max.sm,clocks.max.mem,pcie.link.gen.current,pcie.link.width.current,persistence_mode,temperature.memory,mig.mode.current --format=csv,noheader
+check "smi query-compute-apps" 0 "^31400, /usr/bin/python3, 71338 MiB$" -- \
+  "$gp" smi --sim a100-80gb:1 --query-compute-apps=pid,process_name,used_memory --format=csv,noheader
+check "smi pmon" 0 "31400      C  71338     95     52      -      -    python3" -- "$gp" smi --sim a100-80gb:1 pmon -s um -c 2
+check "smi dmon -s pucvmet" 0 "pwr  gtemp  mtemp     sm    mem    enc    dec   mclk   pclk  pviol  tviol     fb   bar1  sbecc  dbecc    pci  rxpci  txpci" -- \
+  "$gp" smi --sim a100-80gb:1 dmon -s pucvmet -c 2
+check "smi dmon -c 1e30" 2 "samples" -- "$gp" smi --sim a100-80gb:1 dmon -c 1e30
+check "smi nvlink -s" 0 "Link 11: 25 GB/s" -- "$gp" smi --sim a100-80gb:2 nvlink -s
+check "smi nvlink -s, links down" 0 "all links are inActive" -- "$gp" smi --sim a100-80gb:2 --fault nvlink-down@1 nvlink -s
+check "smi nvlink -c" 0 "Link 0, P2P is supported: true" -- "$gp" smi --sim h100-sxm5-80gb:2 nvlink -c
+check "smi nvlink H100 speed" 0 "Link 17: 26.562 GB/s" -- "$gp" smi --sim h100-sxm5-80gb:2 nvlink -s
+check "smi topo -m affinity" 0 "^GPU4	NV12	NV12	NV12	NV12	 X 	NV12	NV12	NV12	48-95,144-191	1" -- \
+  "$gp" smi --sim a100-80gb:8 topo -m
+check "smi topo -m DGX-1 cube-mesh" 0 "^GPU0	 X 	NV1	NV1	NV2	NV2	SYS	SYS	SYS" -- "$gp" smi --sim v100:8 topo -m
+check "smi topo -m nvlink down" 0 "^GPU2	SYS	SYS	 X 	PXB" -- "$gp" smi --sim a100-80gb:4 --fault nvlink-down@2 topo -m
+check "smi -l loops" 0 "09:10:01.000, 67" -- \
+  sh -c "timeout 1.6 '$gp' smi --sim a100-80gb:1 --query-gpu=timestamp,temperature.gpu --format=csv,noheader -l 1; true"
+check "smi simulated job" 0 "training" -- sh -c "'$gp' smi --sim a100-80gb:8 --job 7B --json | grep '\"state\"'"
+check "smi simulated job starting" 0 '"state": "starting"' -- "$gp" smi --sim a100-80gb:8 --job 7B --load 20 --json
+check "smi --mem with --job" 2 "memory comes from the job" -- "$gp" smi --sim a100-80gb:8 --job 7B --mem 0.5
+check "smi checkpoint without job" 2 "give job" -- "$gp" smi --sim a100-80gb:8 --checkpoint-every 60
+# JSON, XML, doctor's commands, grouping (a parser helps)
+check "smi/topo/doctor documents" 0 "all passed" -- python3 "$(dirname "$0")/check_smi.py" "$gp"
 
 echo "$pass passed, $fails failed"
 [ "$fails" = 0 ]

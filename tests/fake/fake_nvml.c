@@ -10,6 +10,16 @@
  *   FAKE_NVML_PSTATE    [0]                         FAKE_NVML_THROTTLE bits [0]
  *   FAKE_NVML_ECC       uncorrected volatile [0]    FAKE_NVML_NVLINK_UP links up of 12 [12]
  *   FAKE_CUDA_DEVICES   as fake_cuda.c [1]
+ *
+ * and the optional entry points nvidia-smi -q reads (the backend works
+ * without them, as with an older NVML):
+ *
+ *   FAKE_NVML_FAN       fan % (unset: not supported, a passive card)
+ *   FAKE_NVML_PROCS     compute processes "PID:MiB,PID:MiB" [none]
+ *   FAKE_NVML_REMAPPED  uncorrectable remapped rows [0]; pending when > 0
+ *   FAKE_NVML_OLD       1: none of the optional entry points (dlsym fails
+ *                       only for real libraries; here they answer
+ *                       NOT_SUPPORTED)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -118,6 +128,93 @@ API nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t h, unsigned link, int *ac
   DEV(h);
   if (link >= 12) return E_INVALID; /* an A100: 12 links */
   *active = (long)link < env("FAKE_NVML_NVLINK_UP", 12);
+  return OK;
+}
+
+/* --- optional entry points ---------------------------------------------------- */
+
+static int old(void) { return env("FAKE_NVML_OLD", 0) != 0; }
+#define OPT(h) do { DEV(h); if (old()) return E_NOT_SUPPORTED; } while (0)
+
+API nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t h, unsigned *s) {
+  OPT(h);
+  if (!getenv("FAKE_NVML_FAN")) return E_NOT_SUPPORTED;
+  *s = (unsigned)env("FAKE_NVML_FAN", 0);
+  return OK;
+}
+API nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t h, unsigned *g) { OPT(h); *g = 4; return OK; }
+API nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t h, unsigned *g) { OPT(h); *g = 4; return OK; }
+API nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t h, unsigned *w) { OPT(h); *w = 16; return OK; }
+API nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t h, unsigned *w) { OPT(h); *w = 16; return OK; }
+API nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t h, int *m) { OPT(h); *m = 1; return OK; }
+API nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t h, int *cur, int *pend) { OPT(h); *cur = *pend = 1; return OK; }
+API nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t h, int *m) { OPT(h); *m = 0; return OK; }
+API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t h, unsigned *cur, unsigned *pend) { OPT(h); *cur = *pend = 0; return OK; }
+API nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t h, char *s, unsigned n) {
+  OPT(h);
+  snprintf(s, n, "132402%07d", index_of(h) + 1);
+  return OK;
+}
+API nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t h, char *s, unsigned n) {
+  OPT(h);
+  snprintf(s, n, "92.00.19.00.01");
+  return OK;
+}
+API nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t h, unsigned *c, unsigned *u, unsigned *p, unsigned *f) {
+  OPT(h);
+  *c = 0;
+  *u = (unsigned)env("FAKE_NVML_REMAPPED", 0);
+  *p = *u > 0;
+  *f = 0;
+  return OK;
+}
+API nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t h, unsigned long long *mj) {
+  OPT(h);
+  *mj = 123456789ull;
+  return OK;
+}
+API nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t h, int type, unsigned *t) {
+  OPT(h);
+  if (type != 0 && type != 1) return E_NOT_SUPPORTED;
+  *t = type == 0 ? 92 : 89;
+  return OK;
+}
+typedef struct { unsigned long long total, free, used; } fake_bar1;
+API nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t h, fake_bar1 *b) {
+  OPT(h);
+  b->total = 65536ull << 20;
+  b->used = 2ull << 20;
+  b->free = b->total - b->used;
+  return OK;
+}
+/* nvmlProcessInfo_t of NVML 12 (pid, usedGpuMemory, gpuInstanceId, computeInstanceId) */
+typedef struct { unsigned pid; unsigned long long used; unsigned gi, ci; } fake_proc;
+API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t h, unsigned *count, fake_proc *out) {
+  const char *s = getenv("FAKE_NVML_PROCS");
+  unsigned n = 0;
+  OPT(h);
+  while (s && *s) {
+    unsigned pid = 0, mib = 0;
+    if (sscanf(s, "%u:%u", &pid, &mib) != 2) break;
+    if (n < *count) {
+      out[n].pid = pid;
+      out[n].used = (unsigned long long)mib << 20;
+      out[n].gi = out[n].ci = 0xFFFFFFFFu;
+    }
+    n++;
+    s = strchr(s, ',');
+    if (s) s++;
+  }
+  if (n > *count) {
+    *count = n;
+    return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+  }
+  *count = n;
+  return OK;
+}
+API nvmlReturn_t nvmlSystemGetProcessName(unsigned pid, char *name, unsigned n) {
+  if (!inited) return E_UNINIT;
+  snprintf(name, n, "/usr/bin/python3 (pid %u)", pid);
   return OK;
 }
 

@@ -5,8 +5,18 @@ local json = require "dkjson"
 local H = {}
 
 H.CLI = os.getenv("GPUPLAN_CLI") or "gpuplan"
-H.TRACES = os.getenv("GPUPLAN_TRACES")
 H.SOURCE = os.getenv("GPUPLAN_SOURCE_DIR") or "."
+-- The real torch snapshots, vendored in the repository: a missing one fails.
+H.TRACES = os.getenv("GPUPLAN_TRACES") or (H.SOURCE .. "/tests/data/torch-snapshots")
+
+--- The path of a vendored snapshot; raises when the file is missing.
+function H.trace(name)
+  local f = H.TRACES .. "/" .. name
+  local fh = io.open(f, "rb")
+  assert(fh, "missing " .. f .. " (GPUPLAN_TRACES=" .. H.TRACES .. ")")
+  fh:close()
+  return f
+end
 
 local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 

@@ -22,8 +22,9 @@ assert(gpuplan.explain_oom("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 
   "GiB is reserved by PyTorch but unallocated."))
 assert(not gpuplan.explain_oom("nope"))
 assert(not gpuplan.replay("/nonexistent.pickle"))
-local traces = os.getenv("GPUPLAN_TRACES")
-if traces then assert(gpuplan.replay(traces .. "/linear-grad.pickle")) end
+-- the vendored snapshots (tests/data/torch-snapshots): a missing one fails
+local traces = assert(os.getenv("GPUPLAN_TRACES"), "GPUPLAN_TRACES not set")
+assert(gpuplan.replay(traces .. "/linear-grad.pickle"))
 assert(not gpuplan.open("/nonexistent/catalog.sqlite"))
 assert(cat:devices({ sim = "a100-80gb:4", faults = { "thermal", "ecc@1" } }))
 assert(not cat:devices({ sim = "a100-80gb", faults = { "gremlins" } }))

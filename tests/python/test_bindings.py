@@ -2,7 +2,8 @@
 hierarchy over the builtins, results pickle, the GIL is released.
 
 Run by CTest with PYTHONPATH at the built package and GPUPLAN_CLI at the
-built `gpuplan` executable; GPUPLAN_TRACES at the real torch snapshots.
+built `gpuplan` executable; GPUPLAN_TRACES at the real torch snapshots
+(default: the copies in tests/data/torch-snapshots; a missing file fails).
 """
 import json
 import math
@@ -18,7 +19,15 @@ import pytest
 import gpuplan
 
 CLI = os.environ.get("GPUPLAN_CLI", "gpuplan")
-TRACES = os.environ.get("GPUPLAN_TRACES", "")
+TRACES = os.environ.get("GPUPLAN_TRACES") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "data", "torch-snapshots")
+
+
+def trace(name):
+    """A vendored snapshot: part of the repository, so absence is a failure."""
+    f = os.path.join(TRACES, name)
+    assert os.path.isfile(f), "missing %s (GPUPLAN_TRACES=%s)" % (f, TRACES)
+    return f
 
 
 @pytest.fixture(scope="module")
@@ -115,9 +124,8 @@ def test_simulate_equals_cli(cat):
     assert not py.oom and py.steps == 3
 
 
-@pytest.mark.skipif(not TRACES, reason="GPUPLAN_TRACES not set")
 def test_replay_equals_cli():
-    f = os.path.join(TRACES, "cs336-ctx128-forward.pickle")
+    f = trace("cs336-ctx128-forward.pickle")
     cli = cli_json("replay", f)
     py = gpuplan.replay(f)
     same(cli, py.to_dict())
@@ -154,7 +162,7 @@ def test_catalog_records_equal_cli(cat):
 # --- hand-checked figures ---------------------------------------------------
 
 def test_seed_ticket_figures(cat):
-    p = cat.plan("7B", "a100-40gb", precision="fp16-mixed", params=7e9)
+    p = cat.plan("7B", "a100-40gb", precision="fp16-mixed")
     comp = {c.name: c.bytes for c in p.worst.components}
     # 2 + 2 + 4 + 8 bytes per parameter: 14 + 14 + 28 + 56 GB (the seed article)
     assert comp["weights"] == 14e9 and comp["gradients"] == 14e9
@@ -199,10 +207,20 @@ def test_bad_options_name_the_field(cat, kw, field):
 def test_bad_calls(cat):
     with pytest.raises(TypeError):
         cat.plan("llama-2-7b", "a100-40gb", colour="blue")
-    with pytest.raises(TypeError):
-        cat.plan("llama-2-7b", "a100-40gb", tp="8")
-    with pytest.raises(OverflowError):
+    # text is parsed by the library as the CLI's flags are: the same job
+    assert cat.plan("llama-2-7b", "a100-80gb", gpus=8, tp="8") == cat.plan("llama-2-7b", "a100-80gb", gpus=8, tp=8)
+    with pytest.raises(ValueError, match=r"tp: 'eight' is not an integer in 1\.\.65536"):
+        cat.plan("llama-2-7b", "a100-40gb", tp="eight")
+    with pytest.raises(ValueError, match="tp"):
         cat.plan("llama-2-7b", "a100-40gb", tp=2**80)
+    with pytest.raises(ValueError, match="NUL"):
+        cat.plan("llama-2-7b", "a100-40gb", precision="bf16\0x")
+    with pytest.raises(ValueError, match="global_batch"):
+        cat.perf("llama-2-7b", "a100-40gb", global_batch=-1)
+    with pytest.raises(ValueError, match="tokens"):
+        cat.perf("llama-2-7b", "a100-40gb", tokens=float("nan"))
+    with pytest.raises(TypeError, match="zero"):
+        cat.plan("llama-2-7b", "a100-40gb", zero=[object()])
     with pytest.raises(ValueError, match="global_batch"):
         cat.search("llama-2-7b", "a100-40gb", gpus=8)
     with pytest.raises(ValueError, match="objective"):
@@ -265,7 +283,7 @@ def test_to_dataframe(cat):
     assert list(comps.columns) == ["name", "bytes", "formula"]
     assert comps["bytes"].sum() == cat.plan("llama-2-7b", "a100-40gb").worst.total_bytes
     best = gpuplan.to_dataframe(cat.search("gpt3-175b", "a100-80gb", gpus=1024, global_batch=1536))
-    assert "perf.step_s" in best.columns and isinstance(best, pd.DataFrame)
+    assert "step_s" in best.columns and isinstance(best, pd.DataFrame)
 
 
 # --- threads and the GIL ----------------------------------------------------------
@@ -309,10 +327,11 @@ def test_second_thread_progresses_during_search(cat):
             if progressed[-1] > 0:
                 break
         replay_progress = 0
-        for _ in range(10 if TRACES else 0):
+        snapshot = trace("cs336-ctx128-forward.pickle")
+        for _ in range(10):
             time.sleep(0.001)
             before = count[0]
-            gpuplan.replay(os.path.join(TRACES, "cs336-ctx128-forward.pickle"))
+            gpuplan.replay(snapshot)
             replay_progress = count[0] - before
             if replay_progress:
                 break
@@ -322,8 +341,7 @@ def test_second_thread_progresses_during_search(cat):
         t.join()
     assert held == 0, held
     assert max(progressed) > 0, "the counting thread never ran during %d searches" % len(progressed)
-    if TRACES:
-        assert replay_progress > 0
+    assert replay_progress > 0
 
 
 def test_threads_share_one_catalog(cat):
@@ -351,9 +369,8 @@ def test_version():
     assert gpuplan.__version__ in out
 
 
-@pytest.mark.skipif(not TRACES, reason="GPUPLAN_TRACES not set")
 def test_replay_timeline():
-    f = os.path.join(TRACES, "cs336-ctx128-forward.pickle")
+    f = trace("cs336-ctx128-forward.pickle")
     r = gpuplan.replay(f, timeline=True)
     t = r.timeline
     assert len(t.allocated_bytes) == len(t.reserved_bytes) > 3000

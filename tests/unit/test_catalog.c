@@ -298,6 +298,16 @@ static void test_catalog__layered_file_overrides_and_extends(void **state) {
   assert_int_equal(gpuplan_catalog_open(f->ctx, path, GPUPLAN_CATALOG_LAYER, &cat), GPUPLAN_OK);
   assert_int_equal(gpuplan_catalog_gpu(cat, "mi300x", &g), GPUPLAN_OK);
   gpuplan_catalog_free(cat);
+  /* Read-only and layered: the built-in rows under the file's. */
+  assert_int_equal(gpuplan_catalog_open(f->ctx, path,
+                                        GPUPLAN_CATALOG_READONLY | GPUPLAN_CATALOG_LAYER, &cat),
+                   GPUPLAN_OK);
+  assert_int_equal(gpuplan_catalog_count(cat, GPUPLAN_KIND_GPU), base + 1);
+  assert_int_equal(gpuplan_catalog_gpu(cat, "h100 sxm", &g), GPUPLAN_OK);
+  assert_true(g->context_bytes == 600000000);
+  assert_int_equal(gpuplan_catalog_gpu(cat, "a100-80gb", &g), GPUPLAN_OK);
+  assert_int_equal(gpuplan_catalog_import(cat, "DELETE FROM gpu"), GPUPLAN_EUNSUPPORTED);
+  gpuplan_catalog_free(cat);
 
   /* Alone (not layered), the file has only its own rows; its node refers
    * to a GPU it does not hold, which is an error naming the field. */
@@ -346,6 +356,116 @@ static void test_catalog__import_is_all_or_nothing(void **state) {
   unlink(path);
 }
 
+/* The built-in records are generated at build time (mkimage.c) so that
+ * opening the default catalog reads no rows.  They must be exactly the rows
+ * of the embedded image as the loader reads them through SQLite, with every
+ * field check and cross-record check: a layered open of an empty file does
+ * that read. */
+static void test_catalog__builtin_records_equal_the_image(void **state) {
+  fixture *f = *state;
+  char path[512];
+  gpuplan_catalog *cat = NULL;
+  int k;
+  tmp_path(path, sizeof path, "builtin-vs-image.sqlite");
+  unlink(path);
+  assert_int_equal(gpuplan_catalog_open(f->ctx, path,
+                                        GPUPLAN_CATALOG_CREATE | GPUPLAN_CATALOG_LAYER, &cat),
+                   GPUPLAN_OK);
+  assert_int_equal(gpuplan_catalog_schema_version(f->cat), gpuplan_catalog_schema_version(cat));
+  for (k = 0; k < GPUPLAN_KIND_COUNT; k++) {
+    size_t nf, i, j, n = gpuplan_catalog_count(f->cat, (gpuplan_kind)k);
+    const gpuplan_field *fd = gpuplan_kind_fields((gpuplan_kind)k, &nf);
+    assert_true(n > 0);
+    assert_int_equal(gpuplan_catalog_count(cat, (gpuplan_kind)k), n);
+    for (i = 0; i < n; i++) {
+      const char *a = gpuplan_catalog_at(f->cat, (gpuplan_kind)k, i);
+      const char *b = gpuplan_catalog_at(cat, (gpuplan_kind)k, i);
+      const void *hit = NULL;
+      for (j = 0; j < nf; j++) {
+        const char *pa = a + fd[j].offset, *pb = b + fd[j].offset;
+        switch (fd[j].type) {
+        case GPUPLAN_FIELD_STRING: {
+          const char *sa = *(const char *const *)pa, *sb = *(const char *const *)pb;
+          if (!sa || !sb) assert_true(sa == sb);
+          else assert_string_equal(sa, sb);
+          break;
+        }
+        case GPUPLAN_FIELD_REAL: {
+          double da = *(const double *)pa, db = *(const double *)pb;
+          if (isnan(da) || isnan(db)) assert_true(isnan(da) && isnan(db));
+          else assert_memory_equal(&da, &db, sizeof da); /* bit for bit */
+          break;
+        }
+        case GPUPLAN_FIELD_INT:
+          assert_true(*(const int64_t *)pa == *(const int64_t *)pb);
+          break;
+        case GPUPLAN_FIELD_UINT:
+          assert_true(*(const uint64_t *)pa == *(const uint64_t *)pb);
+          break;
+        case GPUPLAN_FIELD_BOOL:
+          assert_int_equal(*(const int *)pa, *(const int *)pb);
+          break;
+        }
+      }
+      /* Every record is found by its id and name, in both. */
+      assert_int_equal(gpuplan_catalog_find(f->cat, (gpuplan_kind)k, *(const char *const *)a, &hit),
+                       GPUPLAN_OK);
+      assert_ptr_equal(hit, a);
+    }
+  }
+  /* Aliases resolve to the same records. */
+  {
+    static const char *const names[] = {"a100-80gb", "H100 SXM", "NVIDIA H100 80GB HBM3",
+                                        "NVIDIA A100-SXM4-40GB", "H200"};
+    size_t i;
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+      const gpuplan_gpu *ga, *gb;
+      assert_int_equal(gpuplan_catalog_gpu(f->cat, names[i], &ga), GPUPLAN_OK);
+      assert_int_equal(gpuplan_catalog_gpu(cat, names[i], &gb), GPUPLAN_OK);
+      assert_string_equal(ga->id, gb->id);
+    }
+  }
+  gpuplan_catalog_free(cat);
+  unlink(path);
+}
+
+/* L12: an unbounded recursive CTE held the write lock for ever.  The import
+ * is stopped at a bound set by its size, rolled back, and said so. */
+static void test_catalog__runaway_import_is_stopped(void **state) {
+  fixture *f = *state;
+  char path[512];
+  gpuplan_catalog *cat = NULL;
+  const gpuplan_gpu *g;
+  tmp_path(path, sizeof path, "runaway.sqlite");
+  unlink(path);
+  assert_int_equal(gpuplan_catalog_open(f->ctx, path,
+                                        GPUPLAN_CATALOG_CREATE | GPUPLAN_CATALOG_LAYER, &cat),
+                   GPUPLAN_OK);
+  assert_int_equal(
+      gpuplan_catalog_import(cat,
+        "INSERT INTO gpu SELECT * FROM base.gpu WHERE id='t4';"
+        "UPDATE gpu SET id='t4-mine', name='T4 mine';"
+        "INSERT INTO catalog_info SELECT 'k'||x,'v' FROM (WITH RECURSIVE c(x) AS "
+        "(SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT x FROM c WHERE x<0);"),
+      GPUPLAN_ECATALOG);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "import stopped"));
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "nothing written"));
+  assert_int_equal(gpuplan_errdetail(f->ctx) & 0xff, 9 /* SQLITE_INTERRUPT */);
+  assert_int_equal(gpuplan_catalog_gpu(cat, "t4-mine", &g), GPUPLAN_ENOTFOUND);
+  /* The handler is gone afterwards, and honest work still passes: a CTE
+   * that ends, writing a few thousand rows. */
+  assert_int_equal(
+      gpuplan_catalog_import(cat,
+        "INSERT INTO catalog_info SELECT 'k'||x,'v' FROM (WITH RECURSIVE c(x) AS "
+        "(SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<5000) SELECT x FROM c);"
+        "INSERT INTO gpu SELECT * FROM base.gpu WHERE id='t4';"
+        "UPDATE gpu SET id='t4-mine', name='T4 mine';"),
+      GPUPLAN_OK);
+  assert_int_equal(gpuplan_catalog_gpu(cat, "t4-mine", &g), GPUPLAN_OK);
+  gpuplan_catalog_free(cat);
+  unlink(path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, fixture_setup, fixture_teardown)
@@ -362,6 +482,8 @@ int main(void) {
     T(test_catalog__default_is_read_only),
     T(test_catalog__layered_file_overrides_and_extends),
     T(test_catalog__import_is_all_or_nothing),
+    T(test_catalog__builtin_records_equal_the_image),
+    T(test_catalog__runaway_import_is_stopped),
   };
   return cmocka_run_group_tests_name("catalog", tests, NULL, NULL);
 }

@@ -40,8 +40,11 @@ static void write_file(const char *path, const void *data, size_t n) {
 
 static void run_sql(const char *path, const char *sql) {
   sqlite3 *db;
+  int rc;
   assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+  rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+  if (rc != SQLITE_OK) fprintf(stderr, "%s: %s\n", sql, sqlite3_errmsg(db));
+  assert_int_equal(rc, SQLITE_OK);
   sqlite3_close(db);
 }
 
@@ -255,11 +258,202 @@ static void test_faults__bad_rows_in_a_user_file(void **state) {
   /* Written behind gpuplan's back: a negative byte count, a dangling alias. */
   run_sql(path, "UPDATE gpu SET memory_bytes = -5 WHERE id='g1'");
   expect_open(f, path, 0, GPUPLAN_ECATALOG, "memory_bytes");
-  run_sql(path, "UPDATE gpu SET memory_bytes = 1e30 WHERE id='g1'");
+  /* A file made before the typeof() CHECKs, or written with them off. */
+  run_sql(path, "PRAGMA ignore_check_constraints=ON;"
+                "UPDATE gpu SET memory_bytes = 1e30 WHERE id='g1'");
   expect_open(f, path, 0, GPUPLAN_ECATALOG, "memory_bytes");
-  run_sql(path, "UPDATE gpu SET memory_bytes = 1024 WHERE id='g1';"
+  run_sql(path, "UPDATE gpu SET memory_bytes = 17179869184 WHERE id='g1';"
                 "INSERT INTO alias VALUES ('gpu','ghost','nope')");
   expect_open(f, path, 0, GPUPLAN_ECATALOG, "ghost");
+  unlink(path);
+}
+
+/* H1: PRAGMA user_version is any 32-bit integer; a negative one indexed the
+ * migrations backwards (SIGSEGV, SIGBUS, or library strings run as SQL). */
+static void test_faults__negative_schema_version_is_refused(void **state) {
+  ffixture *f = *state;
+  static const char *const versions[] = {"-1", "-2", "-3", "-1000", "-100000000",
+                                         "-2147483648"};
+  static const unsigned flags[] = {0, GPUPLAN_CATALOG_LAYER, GPUPLAN_CATALOG_READONLY,
+                                   GPUPLAN_CATALOG_CREATE | GPUPLAN_CATALOG_LAYER};
+  char path[512], sql[64];
+  size_t i, j;
+  tmp_path(path, sizeof path, "negative.sqlite");
+  make_catalog(f, path);
+  for (i = 0; i < sizeof versions / sizeof versions[0]; i++) {
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %s", versions[i]);
+    run_sql(path, sql);
+    for (j = 0; j < sizeof flags / sizeof flags[0]; j++) {
+      expect_open(f, path, flags[j], GPUPLAN_ECATALOG, versions[i]);
+      assert_non_null(strstr(gpuplan_errmsg(f->ctx), path));
+      assert_non_null(strstr(gpuplan_errmsg(f->ctx), "schema version"));
+    }
+  }
+  unlink(path);
+}
+
+/* H2: text in a numeric column.  New files refuse it by CHECK; a file made
+ * before the typeof() CHECKs (here: written with them off) is refused on
+ * read, naming table, row and column, instead of dividing by zero. */
+static void test_faults__text_in_a_numeric_column(void **state) {
+  ffixture *f = *state;
+  char path[512];
+  gpuplan_catalog *cat = NULL;
+  const char *msg;
+  tmp_path(path, sizeof path, "textnum.sqlite");
+  unlink(path);
+  assert_int_equal(gpuplan_catalog_open(f->ctx, path,
+                                        GPUPLAN_CATALOG_CREATE | GPUPLAN_CATALOG_LAYER, &cat),
+                   GPUPLAN_OK);
+  /* The review's reproducer, through the API. */
+  assert_int_equal(
+      gpuplan_catalog_import(cat,
+        "INSERT INTO model SELECT 'evil',name,family,arch,params,layers,hidden,heads,"
+        "'abc',head_dim,ffn_hidden,ffn_type,vocab,seq_len,max_seq_len,tied_embeddings,"
+        "position,norm,linear_bias,experts,top_k,source,note FROM base.model "
+        "WHERE id='llama-2-7b'"),
+      GPUPLAN_ECATALOG);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "kv_heads"));
+  assert_int_equal(gpuplan_catalog_count(cat, GPUPLAN_KIND_MODEL),
+                   gpuplan_catalog_count(cat, GPUPLAN_KIND_MODEL));
+  gpuplan_catalog_free(cat);
+
+  run_sql(path, "PRAGMA ignore_check_constraints=ON;"
+                "INSERT INTO model(id,name,family,arch,params,layers,hidden,heads,kv_heads,"
+                "head_dim,ffn_hidden,ffn_type,vocab,seq_len,tied_embeddings,position,norm,"
+                "linear_bias,source) VALUES ('evil','Evil','x','decoder',7e9,32,4096,32,"
+                "'abc',128,11008,'swiglu',32000,4096,0,'rope','rmsnorm',0,'s')");
+  expect_open(f, path, GPUPLAN_CATALOG_LAYER, GPUPLAN_ECATALOG, "kv_heads");
+  msg = gpuplan_errmsg(f->ctx);
+  assert_non_null(strstr(msg, path));
+  assert_non_null(strstr(msg, "table model"));
+  assert_non_null(strstr(msg, "'evil'"));
+  assert_non_null(strstr(msg, "not a number"));
+  expect_open(f, path, GPUPLAN_CATALOG_READONLY | GPUPLAN_CATALOG_LAYER, GPUPLAN_ECATALOG,
+              "kv_heads");
+  /* A blob, a real where an integer belongs, text in a REAL column. */
+  run_sql(path, "PRAGMA ignore_check_constraints=ON;"
+                "UPDATE model SET kv_heads = x'08' WHERE id='evil'");
+  expect_open(f, path, GPUPLAN_CATALOG_LAYER, GPUPLAN_ECATALOG, "blob");
+  run_sql(path, "PRAGMA ignore_check_constraints=ON;"
+                "UPDATE model SET kv_heads = 2.5 WHERE id='evil'");
+  expect_open(f, path, GPUPLAN_CATALOG_LAYER, GPUPLAN_ECATALOG, "whole number");
+  run_sql(path, "PRAGMA ignore_check_constraints=ON;"
+                "UPDATE model SET kv_heads = 8, params = 'seven' WHERE id='evil'");
+  expect_open(f, path, GPUPLAN_CATALOG_LAYER, GPUPLAN_ECATALOG, "params");
+  run_sql(path, "UPDATE model SET params = 7e9 WHERE id='evil'");
+  assert_int_equal(gpuplan_catalog_open(f->ctx, path, GPUPLAN_CATALOG_LAYER, &cat), GPUPLAN_OK);
+  gpuplan_catalog_free(cat);
+  unlink(path);
+}
+
+/* L8: numbers no part has, which overflowed or divided by zero downstream. */
+static void test_faults__hostile_numbers_are_range_checked(void **state) {
+  ffixture *f = *state;
+  static const struct {
+    const char *set, *field;
+  } cases[] = {
+      {"context_bytes = 9223372036854775807", "context_bytes"},
+      {"context_bytes = -1", "context_bytes"},
+      {"bf16_flops = 0", "bf16_flops"},
+      {"bf16_flops = 9e999", "bf16_flops"}, /* +inf */
+      {"bf16_flops = -989e12", "bf16_flops"},
+      {"mem_bw_bytes_s = 3.35", "mem_bw_bytes_s"}, /* TB/s typed as bytes/s */
+      {"memory_bytes = 80", "memory_bytes"},
+      {"fp8_flops = 1979", "fp8_flops"},
+  };
+  char path[512], sql[256];
+  gpuplan_catalog *cat = NULL;
+  const gpuplan_gpu *g;
+  size_t i;
+  tmp_path(path, sizeof path, "hostile.sqlite");
+  unlink(path);
+  assert_int_equal(gpuplan_catalog_open(f->ctx, path,
+                                        GPUPLAN_CATALOG_CREATE | GPUPLAN_CATALOG_LAYER, &cat),
+                   GPUPLAN_OK);
+  assert_int_equal(gpuplan_catalog_import(cat, "INSERT INTO gpu SELECT * FROM base.gpu "
+                                               "WHERE id='h100-sxm5-80gb';"
+                                               "UPDATE gpu SET id='zz', name='ZZ'"),
+                   GPUPLAN_OK);
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    /* Through an import: refused before commit, the field named. */
+    snprintf(sql, sizeof sql, "UPDATE gpu SET %s WHERE id='zz'", cases[i].set);
+    assert_int_equal(gpuplan_catalog_import(cat, sql), GPUPLAN_ECATALOG);
+    if (!strstr(gpuplan_errmsg(f->ctx), cases[i].field) ||
+        !strstr(gpuplan_errmsg(f->ctx), "'zz'"))
+      fprintf(stderr, "%s: %s\n", cases[i].set, gpuplan_errmsg(f->ctx));
+    assert_non_null(strstr(gpuplan_errmsg(f->ctx), cases[i].field));
+    assert_non_null(strstr(gpuplan_errmsg(f->ctx), "'zz'"));
+    assert_int_equal(gpuplan_catalog_gpu(cat, "zz", &g), GPUPLAN_OK);
+    assert_true(g->context_bytes < (1ull << 40) && g->bf16_flops == 989e12);
+  }
+  gpuplan_catalog_free(cat);
+  /* Written behind gpuplan's back: refused on open. */
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    snprintf(sql, sizeof sql, "PRAGMA ignore_check_constraints=ON; "
+                              "UPDATE gpu SET %s WHERE id='zz'", cases[i].set);
+    run_sql(path, sql);
+    expect_open(f, path, GPUPLAN_CATALOG_LAYER, GPUPLAN_ECATALOG, cases[i].field);
+    assert_non_null(strstr(gpuplan_errmsg(f->ctx), "out of range"));
+    run_sql(path, "DELETE FROM gpu; PRAGMA ignore_check_constraints=ON;");
+    assert_int_equal(gpuplan_catalog_open(f->ctx, path, GPUPLAN_CATALOG_LAYER, &cat),
+                     GPUPLAN_OK);
+    assert_int_equal(gpuplan_catalog_import(cat, "INSERT INTO gpu SELECT * FROM base.gpu "
+                                                 "WHERE id='h100-sxm5-80gb';"
+                                                 "UPDATE gpu SET id='zz', name='ZZ'"),
+                     GPUPLAN_OK);
+    gpuplan_catalog_free(cat);
+  }
+  /* The other kinds: a node with no NICs or no share of a GPU, a model
+   * with zero layers or a vocabulary past any tokenizer. */
+  assert_int_equal(gpuplan_catalog_open(f->ctx, path, GPUPLAN_CATALOG_LAYER, &cat), GPUPLAN_OK);
+  assert_int_equal(gpuplan_catalog_import(cat, "INSERT INTO node SELECT * FROM base.node "
+                                               "WHERE id='standard_nd96asr_v4';"
+                                               "INSERT INTO model SELECT * FROM base.model "
+                                               "WHERE id='llama-2-7b'"),
+                   GPUPLAN_OK);
+  gpuplan_catalog_free(cat);
+  run_sql(path, "UPDATE node SET nic_count = 0");
+  expect_open(f, path, GPUPLAN_CATALOG_LAYER, GPUPLAN_ECATALOG, "nic_count");
+  run_sql(path, "UPDATE node SET nic_count = 8, gpu_fraction = 0");
+  expect_open(f, path, GPUPLAN_CATALOG_LAYER, GPUPLAN_ECATALOG, "gpu_fraction");
+  run_sql(path, "UPDATE node SET gpu_fraction = 1;"
+                "PRAGMA ignore_check_constraints=ON; UPDATE model SET layers = 0");
+  expect_open(f, path, GPUPLAN_CATALOG_LAYER, GPUPLAN_ECATALOG, "layers");
+  run_sql(path, "UPDATE model SET layers = 32, vocab = 9223372036854775807");
+  expect_open(f, path, GPUPLAN_CATALOG_LAYER, GPUPLAN_ECATALOG, "vocab");
+  run_sql(path, "UPDATE model SET vocab = 32000");
+  assert_int_equal(gpuplan_catalog_open(f->ctx, path, GPUPLAN_CATALOG_LAYER, &cat), GPUPLAN_OK);
+  gpuplan_catalog_free(cat);
+  unlink(path);
+}
+
+/* A row without an id (TEXT PRIMARY KEY admits NULL in SQLite) and a catalog
+ * table replaced by a view (a recursive one ran at every open, forever). */
+static void test_faults__null_ids_and_views_are_refused(void **state) {
+  ffixture *f = *state;
+  char path[512];
+  tmp_path(path, sizeof path, "nullid.sqlite");
+  make_catalog(f, path);
+  run_sql(path, "PRAGMA ignore_check_constraints=ON;"
+                "INSERT INTO gpu(id,name,architecture,memory_gb,memory_bytes,mem_bw_bytes_s,"
+                "context_bytes,source) VALUES (NULL,'G0','A',80,85899345920,2e12,1,'s');"
+                "INSERT INTO node(id,name,provider,gpu_id,gpu_count,vcpus,source) "
+                "VALUES ('n1','N1','p','g2',1,1,'s')");
+  expect_open(f, path, 0, GPUPLAN_ECATALOG, "id");
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "table gpu"));
+  unlink(path);
+
+  make_catalog(f, path);
+  run_sql(path, "DROP TABLE fabric;"
+                "CREATE VIEW fabric(id,name,kind,scope,generation,bw_bytes_s,latency_s,"
+                "source,note) AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 "
+                "FROM c) SELECT 'f'||x,'F','pcie','intra',NULL,1e9,1e-6,'s',NULL FROM c "
+                "WHERE x<0");
+  expect_open(f, path, 0, GPUPLAN_ECATALOG, "view");
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "fabric"));
+  expect_open(f, path, GPUPLAN_CATALOG_LAYER | GPUPLAN_CATALOG_READONLY, GPUPLAN_ECATALOG,
+              "view");
   unlink(path);
 }
 
@@ -278,6 +472,10 @@ int main(void) {
     T(test_faults__corrupt_pages),
     T(test_faults__read_only_catalog_refuses_writes),
     T(test_faults__bad_rows_in_a_user_file),
+    T(test_faults__negative_schema_version_is_refused),
+    T(test_faults__text_in_a_numeric_column),
+    T(test_faults__hostile_numbers_are_range_checked),
+    T(test_faults__null_ids_and_views_are_refused),
   };
   return cmocka_run_group_tests_name("catalog_faults", tests, NULL, NULL);
 }

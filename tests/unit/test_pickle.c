@@ -678,6 +678,15 @@ static const char *source_path(char *buf, size_t cap, const char *sub) {
   return buf;
 }
 
+/* The real snapshots, vendored in tests/data/torch-snapshots (GPUPLAN_TRACES,
+ * set by CTest). */
+static const char *traces_dir(char *buf, size_t cap) {
+  const char *dir = getenv("GPUPLAN_TRACES");
+  if (!dir) return source_path(buf, cap, "tests/data/torch-snapshots");
+  snprintf(buf, cap, "%s", dir);
+  return buf;
+}
+
 static void expect_einval(const void *data, size_t len, const char *what, const char *name) {
   loaded L;
   const char *msg;
@@ -944,13 +953,13 @@ static void test_pickle__real_snapshots(void **state) {
   size_t i, j, k, len;
   int found = 0;
   (void)state;
-  if (!source_path(dir, sizeof dir, "../shared/traces/torch-snapshots")) skip();
+  if (!traces_dir(dir, sizeof dir)) fail_msg("GPUPLAN_TRACES and GPUPLAN_SOURCE_DIR unset");
   for (i = 0; i < sizeof snaps / sizeof snaps[0]; i++) {
     loaded L;
     const gpuplan__pv *segs, *traces;
     size_t events = 0;
     char *buf = read_file(dir, snaps[i].file, &len);
-    if (!buf) continue;
+    if (!buf) fail_msg("missing %s/%s (vendored in tests/data/torch-snapshots)", dir, snaps[i].file);
     found++;
     load(&L, buf, len, NULL);
     if (L.rc != GPUPLAN_OK) fail_msg("%s: %s", snaps[i].file, gpuplan_errmsg(L.ctx));
@@ -988,7 +997,7 @@ static void test_pickle__real_snapshots(void **state) {
     unload(&L);
     free(buf);
   }
-  if (!found) skip();
+  assert_int_equal(found, (int)(sizeof snaps / sizeof snaps[0]));
 }
 
 /* --- bad input --------------------------------------------------------------- */
@@ -1248,9 +1257,9 @@ static void test_pickle__oom_sweep(void **state) {
     oom_sweep(find_case(names[i])->data, find_case(names[i])->len, 0);
     oom_sweep(find_case(names[i])->data, find_case(names[i])->len, 1);
   }
-  if (!source_path(dir, sizeof dir, "../shared/traces/torch-snapshots")) return;
+  if (!traces_dir(dir, sizeof dir)) fail_msg("GPUPLAN_TRACES and GPUPLAN_SOURCE_DIR unset");
   buf = read_file(dir, "linear-grad.pickle", &len);
-  if (!buf) return;
+  if (!buf) fail_msg("missing %s/linear-grad.pickle", dir);
   oom_sweep(buf, len, 0);
   oom_sweep(buf, len, 1);
   free(buf);

@@ -28,11 +28,15 @@ from ._gpuplan import (  # noqa: F401
     __version__,
 )
 from ._gpuplan import Catalog as _Catalog
+from ._gpuplan import Document
 from ._gpuplan import explain_oom as _explain_oom
+from ._gpuplan import options, result_fields, result_kinds  # noqa: F401
 from ._gpuplan import replay as _replay
+from ._gpuplan import _register
 
 __all__ = [
-    "Catalog", "Result", "replay", "explain_oom", "to_dataframe",
+    "Catalog", "Result", "Document", "replay", "explain_oom", "to_dataframe",
+    "options", "result_fields", "result_kinds",
     "Error", "NotFoundError", "AmbiguousError", "InvalidError", "UnsupportedError",
     "StorageError", "CatalogError", "OutOfMemoryError", "__version__",
 ]
@@ -83,7 +87,11 @@ class Result:
         return _plain(self._d)
 
     def __eq__(self, other):
-        return isinstance(other, Result) and self._d == other._d
+        if isinstance(other, (Result, Document)):
+            return self._d == other.to_dict()
+        return NotImplemented
+
+    __hash__ = None
 
     def __repr__(self):
         inner = ", ".join("%s=%r" % (k, v) for k, v in list(self._d.items())[:6])
@@ -114,33 +122,26 @@ def _plain(v):
     return v
 
 
-class Catalog:
+class Catalog(_Catalog):
     """The hardware and model catalog, and the planners that use it.
 
     ``Catalog()`` opens the built-in catalog; ``Catalog(path=...)`` a user
     file instead; ``Catalog(layer=...)`` a user file over the built-in one.
-    One lock per catalog makes the methods thread-safe; search, simulate and
-    replay release the GIL while the C library works.
+    One lock per catalog makes the methods thread-safe; every command runs
+    without the GIL, and ``close()`` waits for a running one.
 
-    The hardware is ``gpu="a100-40gb"`` with ``gpus=N`` (nodes of
-    ``per_node`` GPUs) or ``node="Standard_ND96asr_v4"`` with ``nodes=K``.
-    Options are the ``gpuplan plan`` flags with underscores: ``tp``, ``pp``,
-    ``dp``, ``cp``, ``ep``, ``vpp``, ``micro_batch``, ``seq_len``,
-    ``microbatches``, ``precision``, ``optimizer``, ``recompute``,
-    ``dp_mode`` ("ddp", "zero1", "zero2", "zero3", "fsdp", ...), ``schedule``,
-    ``convention``, ``sequence_parallel``, ``flash_attention``, ``dropout``,
-    ``offload_optimizer``, ``offload_params``, ``workload`` ("train" or
-    "infer") with ``context_len``, ``batch``, ``kv_dtype``, ``paged``...
-    A model is a catalog name or a size such as ``"7B"`` (Llama-2-7B's shape
-    scaled to that many parameters).
+    Every command is ``run(command, **options)``; ``plan``, ``perf``,
+    ``search`` and ``simulate`` take the model (and GPU) positionally.
+    Keyword arguments are the library's option names, the same as the CLI's
+    flags (``gpuplan.options()`` lists them with types, ranges and help):
+    ``gpu``, ``gpus``, ``node``, ``nodes``, ``tp``, ``pp``, ``dp``, ``zero``,
+    ``fsdp``, ``micro_batch``, ``seq_len``, ``precision``, ... Each call
+    returns a Result: a read-only view of the library's document, the same
+    document as ``gpuplan <command> --json`` (``result.json()``).
     """
 
-    def __init__(self, path=None, layer=None):
-        self._c = _Catalog(path, layer)
-
-    def close(self):
-        """Release the catalog (idempotent); later calls raise Error."""
-        self._c.close()
+    def __reduce_ex__(self, protocol):
+        raise TypeError("gpuplan.Catalog is a handle and cannot be pickled; pickle its results")
 
     def __enter__(self):
         return self
@@ -148,58 +149,31 @@ class Catalog:
     def __exit__(self, *exc):
         self.close()
 
-    def __reduce_ex__(self, protocol):
-        raise TypeError("gpuplan.Catalog is a handle and cannot be pickled; pickle its results")
-
     # records
     def gpus(self):
         """Every GPU SKU (``gpuplan catalog gpus --json``)."""
-        return [Result(d) for d in self._c.records("gpus")]
+        return [Result(d) for d in self.records("gpus")]
 
     def nodes(self):
         """Every node / cloud VM."""
-        return [Result(d) for d in self._c.records("nodes")]
+        return [Result(d) for d in self.records("nodes")]
 
     def models(self):
         """Every model."""
-        return [Result(d) for d in self._c.records("models")]
+        return [Result(d) for d in self.records("models")]
 
     def fabrics(self):
         """Every interconnect (NVLink, PCIe, InfiniBand, Ethernet)."""
-        return [Result(d) for d in self._c.records("fabrics")]
+        return [Result(d) for d in self.records("fabrics")]
 
     def find(self, kind, name):
         """One record by id, name or alias (raises NotFoundError/AmbiguousError)."""
-        return Result(self._c.find(kind, name))
+        return Result(_Catalog.find(self, kind, name))
 
-    # planners
-    def plan(self, model, gpu=None, **options):
-        """Worst-rank memory by component and the fix ladder (``gpuplan plan --json``).
-
-        Extra keywords: ``max_gpus`` (GPUs the ladder may use), ``per_rank``
-        (adds ``stages``: every pipeline stage).
-        """
-        return Result(self._c.plan(model, gpu, **options))
-
+    # planners: plan, perf, search, simulate and run come from the C type
     def fits(self, model, gpu=None, **options):
         """True when the worst rank fits in the GPU's memory."""
         return self.plan(model, gpu, **options).worst.fits
-
-    def perf(self, model, gpu=None, **options):
-        """Step time, MFU, traffic and cost (``gpuplan perf --json``).
-
-        Extra keywords: ``global_batch`` (sequences per step), ``tokens``
-        (training tokens, for time and cost to train).
-        """
-        return Result(self._c.perf(model, gpu, **options))
-
-    def search(self, model, gpu=None, **options):
-        """The best layouts for a cluster, best first (``gpuplan search --json``).
-
-        Needs ``global_batch``; ``top`` (1..100, default 5) and ``objective``
-        ("time" or "cost").  Releases the GIL for the whole search.
-        """
-        return Result(self._c.search(model, gpu, **options))
 
     def devices(self, sim=None, faults=(), load=600.0, busy=0.95, mem=0.87):
         """The GPUs as nvidia-smi sees them (``gpuplan smi``): this machine's
@@ -209,16 +183,7 @@ class Catalog:
         memory), with ``faults`` such as ``["thermal", "ecc@1"]``.  Fields a
         source cannot give are None.
         """
-        return [Result(d) for d in self._c.devices(sim, list(faults) if faults else None, load, busy, mem)]
-
-    def simulate(self, model, gpu=None, **options):
-        """Training steps through the caching-allocator model (``gpuplan simulate --json``).
-
-        Extra keywords: ``steps``, ``alloc_conf`` (PYTORCH_CUDA_ALLOC_CONF),
-        ``keep_grads``, ``snapshot`` (write a torch memory snapshot pickle),
-        ``other_procs`` (bytes other processes hold on the GPU).
-        """
-        return Result(self._c.simulate(model, gpu, **options))
+        return [Result(d) for d in _Catalog.devices(self, sim, list(faults) if faults else None, load, busy, mem)]
 
 
 def replay(path, alloc_conf=None, capacity=0, device=0, gpu=None, catalog=None, timeline=False):
@@ -246,6 +211,9 @@ def explain_oom(text):
     return Result(_explain_oom(text))
 
 
+_register(Result)
+
+
 def to_dataframe(results, flatten=True):
     """A pandas DataFrame of results (needs pandas; ImportError without it).
 
@@ -255,9 +223,9 @@ def to_dataframe(results, flatten=True):
     """
     import pandas as pd  # imported on demand: pandas is optional
 
-    if isinstance(results, Result) and "worst" in results.keys():
+    if isinstance(results, (Result, Document)) and "worst" in results.keys():
         return pd.DataFrame(results.worst.to_dict()["components"])
-    if isinstance(results, Result) and "best" in results.keys():
+    if isinstance(results, (Result, Document)) and "best" in results.keys():
         results = results.best
-    rows = [r.to_dict() if isinstance(r, Result) else dict(r) for r in results]
+    rows = [r.to_dict() if isinstance(r, (Result, Document)) else dict(r) for r in results]
     return pd.json_normalize(rows) if flatten else pd.DataFrame(rows)

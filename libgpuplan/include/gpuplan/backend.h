@@ -16,6 +16,7 @@
 #include "catalog.h"
 #include "common.h"
 #include "ctx.h"
+#include "doc.h"
 
 GPUPLAN_BEGIN_DECLS
 
@@ -65,7 +66,56 @@ typedef struct gpuplan_device_telemetry {
   int nvlink_links;           /**< NVLink links the device has (0: none) */
   int nvlink_up;              /**< links up */
   char driver_version[32];    /**< "535.161.08", or "" */
+  /* since 0.2.0: what nvidia-smi -q, dmon and DCGM Exporter show */
+  double memory_temperature_c; /**< HBM temperature (NaN on GDDR cards) */
+  double slowdown_temp_c;     /**< where the clocks start to drop */
+  double shutdown_temp_c;
+  double fan_speed;           /**< 0..1; NaN for passively cooled cards */
+  int mem_clock_mhz, max_mem_clock_mhz;
+  int graphics_clock_mhz, max_graphics_clock_mhz;
+  int pcie_gen, pcie_gen_max, pcie_width, pcie_width_max; /**< PCIe link now and at most */
+  int persistence_mode;       /**< 1 enabled, 0 disabled, -1 unknown */
+  int ecc_mode;               /**< 1 enabled, 0 disabled, -1 not supported */
+  int compute_mode;           /**< 0 Default, 1 Exclusive_Thread, 2 Prohibited, 3 Exclusive_Process */
+  int mig_mode;               /**< 1 enabled, 0 disabled, -1 not supported */
+  long long ecc_uncorrected_aggregate, ecc_corrected_aggregate; /**< since the card was made */
+  long long retired_sbe, retired_dbe; /**< pages retired (Volta and Turing) */
+  int retired_pending;        /**< a retirement waits for a reset */
+  long long remapped_correctable, remapped_uncorrectable; /**< rows remapped (Ampere and later) */
+  int remap_pending, remap_failure;
+  double enc_util, dec_util;  /**< 0..1 */
+  char serial[32];
+  char vbios_version[32];
+  long long xid;              /**< the last Xid the driver logged (0: none, -1: unknown) */
+  double energy_j;            /**< energy since the driver loaded */
+  double nvlink_bytes;        /**< NVLink traffic since the driver loaded, both directions */
+  double nvlink_link_gbps;    /**< one link's bandwidth, GB/s each way */
+  unsigned long long nvlink_up_mask; /**< bit i: link i is up */
+  double pcie_rx_bytes_s, pcie_tx_bytes_s;
+  long long pcie_replays;
+  double power_violation_s, thermal_violation_s; /**< time clocks were held down, since load */
+  uint64_t bar1_total_bytes, bar1_used_bytes;
+  uint64_t fb_reserved_bytes; /**< memory the driver keeps for itself */
+  int numa_node;              /**< -1: unknown */
+  char cpu_affinity[64];      /**< CPUs near the GPU, "0-47,96-143" ("" unknown) */
+  int lost;                   /**< the GPU fell off the bus (Xid 79): no other field is valid */
 } gpuplan_device_telemetry;
+
+/** A process using a device (nvidia-smi's process list). */
+typedef struct gpuplan_device_process {
+  unsigned pid;
+  char type;                  /**< 'C' compute, 'G' graphics */
+  char name[128];             /**< the process name as nvidia-smi shows it */
+  uint64_t used_bytes;        /**< device memory it holds (its CUDA context included) */
+  int role;                   /**< 1 the (simulated) job, 2 another process, 0 unknown */
+  double sm_util, mem_util;   /**< 0..1; NaN when unknown */
+} gpuplan_device_process;
+
+/** How two devices reach each other (nvidia-smi topo -m). */
+typedef struct gpuplan_device_link {
+  int nvlinks;                /**< NVLink links between them (through NVSwitch or direct) */
+  char pcie[8];               /**< without NVLink: "PIX", "PXB", "PHB", "NODE", "SYS" */
+} gpuplan_device_link;
 
 /** A backend's implementation; self is its state.  Used by sim/. */
 typedef struct gpuplan_backend_ops {
@@ -79,6 +129,10 @@ typedef struct gpuplan_backend_ops {
   void (*close)(void *self);
   /** Telemetry of device dev (may be NULL: none). */
   int (*telemetry)(void *self, int dev, gpuplan_device_telemetry *out);
+  /** Processes on device dev, at most cap into out, the count in *n (may be NULL: none).  @since 0.2.0 */
+  int (*processes)(void *self, int dev, gpuplan_device_process *out, size_t cap, size_t *n);
+  /** How devices a and b connect (may be NULL: NVLink from telemetry, else PHB).  @since 0.2.0 */
+  int (*link)(void *self, int a, int b, gpuplan_device_link *out);
 } gpuplan_backend_ops;
 
 typedef struct gpuplan_backend gpuplan_backend;
@@ -139,6 +193,52 @@ GPUPLAN_API int gpuplan_backend_device_memory(gpuplan_backend *b, int dev, const
  * @return GPUPLAN_OK, GPUPLAN_EINVAL (bad index), GPUPLAN_EUNSUPPORTED.
  */
 GPUPLAN_API int gpuplan_backend_telemetry(gpuplan_backend *b, int dev, gpuplan_device_telemetry *out);
+
+/**
+ * The processes on device dev (NVML's compute processes on a real device;
+ * the simulated job and other processes on a mock one): at most cap of them
+ * into out, how many there are in *n_out.
+ * @return GPUPLAN_OK; GPUPLAN_EINVAL (bad index); GPUPLAN_EUNSUPPORTED (no
+ *         NVML, or a backend without a process list; *n_out is 0).
+ * @errors any  @threads ctx  @since 0.2.0
+ */
+GPUPLAN_API int gpuplan_backend_processes(gpuplan_backend *b, int dev, gpuplan_device_process *out, size_t cap,
+                                          size_t *n_out);
+
+/**
+ * How devices a and b connect: NVLink links between them, and the PCIe
+ * path (PIX, PXB, PHB, NODE, SYS) as `nvidia-smi topo -m` names it; on a
+ * real machine the path comes from sysfs (PHB when it cannot be read).
+ * @return GPUPLAN_OK, GPUPLAN_EINVAL (bad index), or the backend's error.
+ * @errors any  @threads ctx  @since 0.2.0
+ */
+GPUPLAN_API int gpuplan_backend_link(gpuplan_backend *b, int a, int b_dev, gpuplan_device_link *out);
+
+/**
+ * The highest CUDA version a driver supports, from its version string
+ * ("535.161.08" -> 12020, "550.54.15" -> 12040): the CUDA release each
+ * driver branch shipped with (CUDA Toolkit release notes, table 3).
+ * @return the version as the driver encodes it (12020 = 12.2), or 0 for a
+ *         string that is not a driver version or a branch older than 450.
+ * @errors none  @threads any  @since 0.2.0
+ */
+GPUPLAN_API int gpuplan_driver_cuda_version(const char *driver_version);
+
+/**
+ * Prometheus text exposition (format 0.0.4) of an smi document
+ * (gpuplan_job_run(job, "smi", ...)) with DCGM Exporter's metric names and
+ * labels (DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID=...,pci_bus_id=...,device=
+ * "nvidia0",modelName=...,Hostname=...,DCGM_FI_DRIVER_VERSION=...}, ...),
+ * gpuplan's own gauges (gpuplan_nvlink_links_up, ...) and, when doctor is
+ * not NULL (a doctor document of the same machine), one
+ * gpuplan_doctor_check_failed{check=...} series per check.
+ * @param[out] text_out  NUL-terminated; free with gpuplan_free(ctx, *text_out).
+ * @return GPUPLAN_OK; GPUPLAN_EINVAL (not an smi or doctor document);
+ *         GPUPLAN_ENOMEM.
+ * @errors any  @threads ctx  @since 0.2.0
+ */
+GPUPLAN_API int gpuplan_devices_metrics(gpuplan_ctx *ctx, const gpuplan_doc *smi, const gpuplan_doc *doctor,
+                                        char **text_out, size_t *len_out);
 
 /**
  * The catalog SKU a device name and memory size match ("NVIDIA A100-SXM4-

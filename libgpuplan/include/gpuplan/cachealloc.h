@@ -26,7 +26,8 @@ GPUPLAN_BEGIN_DECLS
 typedef enum gpuplan_torch_version {
   GPUPLAN_TORCH_LATEST = 0, /**< recent main (~2.10+): d > 1 rounding, new '>' fill, docs.pytorch.org URL */
   GPUPLAN_TORCH_2_0 = 1,    /**< <= 2.0: old OOM text, d > 0 rounding, old '>' fill */
-  GPUPLAN_TORCH_2_X = 2     /**< 2.1 to ~2.9: current OOM text with the old URL, d > 0 rounding, old '>' fill */
+  GPUPLAN_TORCH_2_X = 2,    /**< 2.1 to ~2.9: current OOM text with the old URL, d > 0 rounding, old '>' fill */
+  GPUPLAN_TORCH_1_13 = 3    /**< 1.13: as 2.0, and memory_summary() in its KB/MB layout (no "Requested memory") */
 } gpuplan_torch_version;
 
 #define GPUPLAN_ALLOC_CONF_VERSION 1

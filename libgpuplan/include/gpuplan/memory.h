@@ -76,8 +76,61 @@ typedef enum gpuplan_dtype {
   GPUPLAN_DTYPE_FP32 = 2,
   GPUPLAN_DTYPE_FP8 = 3,
   GPUPLAN_DTYPE_INT8 = 4,
-  GPUPLAN_DTYPE_INT4 = 5  /**< with group-wise fp16 scale and zero point */
+  GPUPLAN_DTYPE_INT4 = 5, /**< with group-wise fp16 scale and zero point */
+  GPUPLAN_DTYPE_NF4 = 6   /**< QLoRA 4-bit NormalFloat: fp32 absmax per 64 (8-bit with double quantisation) */
 } gpuplan_dtype;
+
+/**
+ * How the code that trains keeps its activations (what autograd saves).
+ * The same model keeps 1.6x more in eager PyTorch than Megatron's fused
+ * kernels (docs/lab-eager-activations.md).
+ */
+typedef enum gpuplan_impl {
+  GPUPLAN_IMPL_FUSED = 0,    /**< Megatron-core with fused kernels: Korthikanti et al.'s count */
+  GPUPLAN_IMPL_EAGER = 1,    /**< eager PyTorch / Hugging Face (eager or SDPA attention) */
+  GPUPLAN_IMPL_COMPILED = 2  /**< torch.compile (Inductor): what its min-cut partitioner keeps */
+} gpuplan_impl;
+
+/** Which training step is sized. */
+typedef enum gpuplan_phase {
+  GPUPLAN_PHASE_STEADY = 0,  /**< step 2 on: optimizer states exist during forward and backward */
+  GPUPLAN_PHASE_FIRST = 1    /**< step 1: states are created lazily in step(), after the activations are freed */
+} gpuplan_phase;
+
+/** How the optimizer step runs (its temporaries). */
+typedef enum gpuplan_opt_impl {
+  GPUPLAN_OPTIMPL_DEFAULT = -1, /**< the convention's: fused (DeepSpeed, Megatron), foreach (FSDP, HF) */
+  GPUPLAN_OPTIMPL_FOREACH = 0,  /**< torch.optim default on CUDA: one state-sized tensor list of temporaries */
+  GPUPLAN_OPTIMPL_FUSED = 1,    /**< fused=True, apex/DeepSpeed FusedAdam: no temporaries */
+  GPUPLAN_OPTIMPL_FORLOOP = 2   /**< foreach=False (or HF's old AdamW): temporaries of the largest tensor */
+} gpuplan_opt_impl;
+
+/** Parameter-efficient fine-tuning. */
+typedef enum gpuplan_finetune {
+  GPUPLAN_FT_FULL = 0,  /**< every parameter trained */
+  GPUPLAN_FT_LORA = 1,  /**< frozen base (base_dtype), rank-r adapters trained */
+  GPUPLAN_FT_QLORA = 2  /**< LoRA over an NF4 base (Dettmers et al. 2023) */
+} gpuplan_finetune;
+
+/** Modules that get LoRA adapters (gpuplan_memory_options.lora_modules). */
+enum gpuplan_lora_module {
+  GPUPLAN_LORA_Q = 1 << 0, GPUPLAN_LORA_K = 1 << 1, GPUPLAN_LORA_V = 1 << 2, GPUPLAN_LORA_O = 1 << 3,
+  GPUPLAN_LORA_GATE = 1 << 4, GPUPLAN_LORA_UP = 1 << 5, GPUPLAN_LORA_DOWN = 1 << 6,
+  GPUPLAN_LORA_ALL = 0x7f /**< every linear layer of the blocks (QLoRA's choice) */
+};
+
+/** What the step program is made of, for a model that is not a transformer (gpuplan.from_torch). */
+typedef struct gpuplan_module_desc {
+  double params;             /**< parameters; > 0 turns the description on (the transformer shape is then ignored) */
+  double trainable;          /**< trainable parameters (0 = all) */
+  double buffer_bytes;       /**< buffers (BatchNorm running stats, ...), in their dtype */
+  double largest_param;      /**< elements of the largest parameter tensor (for-loop optimizer temporaries) */
+  double act_bytes;          /**< bytes autograd saves per sample at the end of forward (saved-tensor hooks) */
+  double fwd_extra_bytes;    /**< per sample: bytes alive at forward's peak beyond the saved ones (temporaries, outputs) */
+  double bwd_extra_bytes;    /**< per sample: the most bytes backward adds above what is still saved (activation gradients) */
+  double out_bytes;          /**< per sample: the outputs and the loss */
+  double act_dtype_bytes;    /**< the dtype the trace ran in (4: fp32); activations scale by the run's dtype over it */
+} gpuplan_module_desc;
 
 /** Workload. */
 typedef enum gpuplan_workload {
@@ -85,8 +138,8 @@ typedef enum gpuplan_workload {
   GPUPLAN_INFER = 1
 } gpuplan_workload;
 
-/** Version of gpuplan_memory_options understood by this header. */
-#define GPUPLAN_MEMORY_OPTIONS_VERSION 1
+/** Version of gpuplan_memory_options understood by this header (2: fields after params_override). */
+#define GPUPLAN_MEMORY_OPTIONS_VERSION 2
 
 /**
  * Inputs of the memory model besides the model and the GPU.  Start from
@@ -138,15 +191,73 @@ typedef struct gpuplan_memory_options {
   int64_t nccl_bytes;           /**< NCCL buffers; -1 = 0 on one GPU, else see docs */
   int64_t workspace_bytes;      /**< cuBLAS/cuBLASLt workspace; -1 = 32 MiB */
   double params_override;       /**< scale the model to this many parameters; 0 = from shape */
+
+  /* --- version 2 --------------------------------------------------------- */
+  /* activations and the step */
+  gpuplan_impl impl;            /**< fused (Korthikanti, the default here), eager, compiled */
+  int precision_auto;           /**< the precision is a default: fp16-mixed stands in for bf16 where the SKU has no bf16 (sm < 8.0) */
+  gpuplan_phase phase;          /**< the step sized: steady state (default) or the first step */
+  int grads_persist;            /**< -1: the convention's (kept buffers in DeepSpeed/Megatron; set_to_none in FSDP/HF), 0, 1 */
+  gpuplan_opt_impl optimizer_impl; /**< GPUPLAN_OPTIMPL_DEFAULT: the convention's */
+  int prev_logits;              /**< -1: the implementation's (eager keeps the previous step's logits referenced), 0, 1 */
+
+  /* model facts a catalog row cannot carry (0 / -1: none, the model's) */
+  int64_t expert_ffn;           /**< routed experts' FFN width; 0 = ffn_hidden */
+  int64_t shared_experts;       /**< always-on experts (DeepSeek, Qwen-MoE) of shared_expert_ffn width */
+  int64_t shared_expert_ffn;    /**< 0 = expert_ffn */
+  int64_t dense_layers;         /**< with experts: layers that are dense (ffn_hidden) instead of MoE */
+  int64_t q_lora_rank;          /**< MLA: query down-projection rank (0: none) */
+  int64_t kv_lora_rank;         /**< MLA (DeepSeek-V2/V3): compressed KV rank; > 0 turns MLA on */
+  int64_t qk_rope_dim;          /**< MLA: decoupled RoPE dimension per head (shared key) */
+  int64_t v_head_dim;           /**< MLA: value head dimension (0 = head_dim) */
+  int64_t decoder_layers;       /**< encoder-decoder: decoder layers (model.layers are the encoder's) */
+  int64_t head_labels;          /**< 0: an LM head over the vocabulary; n > 0: a classifier of n labels (pooler + head) */
+  int qkv_bias;                 /**< -1: the model's linear_bias; 1: biases on q, k, v only (Qwen2); 0: none */
+  int qk_norm;                  /**< per-head norms on q and k (Qwen3) */
+  int parallel_block;           /**< attention and MLP in parallel from one norm (GPT-J, GPT-NeoX, Falcon) */
+  double extra_params;          /**< parameters the formulas do not see (token types, relative-position tables, ...) */
+  gpuplan_module_desc module;   /**< a traced module instead of a transformer shape */
+
+  /* parameter-efficient fine-tuning */
+  gpuplan_finetune finetune;
+  int64_t lora_rank;            /**< r */
+  unsigned lora_modules;        /**< gpuplan_lora_module bits; 0 = q and v (PEFT's default for Llama) */
+  gpuplan_dtype base_dtype;     /**< frozen base: bf16, fp16, int8 or nf4 (QLoRA forces nf4) */
+  int double_quant;             /**< QLoRA double quantisation of the absmax constants */
+  int paged_optimizer;          /**< optimizer states in unified memory, paged out under pressure */
+
+  /* capacity */
+  uint64_t gpu_total_bytes;     /**< the device's memory as NVML reports it; 0 = the catalog's NVML figure, else memory_bytes */
 } gpuplan_memory_options;
 
-#define GPUPLAN_MEMORY_OPTIONS_INIT                                          \
-  { GPUPLAN_MEMORY_OPTIONS_VERSION, GPUPLAN_TRAIN, GPUPLAN_CONV_DEEPSPEED,   \
-    1, 1, 1, 1, 1, 0, GPUPLAN_DP_DDP, 0, GPUPLAN_SCHED_1F1B, 1, 0, 0,        \
-    1, 0, 0, GPUPLAN_PREC_BF16_MIXED, 0, GPUPLAN_OPT_ADAMW,                  \
-    GPUPLAN_RECOMPUTE_NONE, 1, 1, 0, 0, 1, -1,                               \
-    GPUPLAN_DTYPE_BF16, GPUPLAN_DTYPE_BF16, 128, 0, 1, 0, 16,                \
-    -1, -1, -1, 0.0 }
+/* The defaults, by field name (C99 designated initializers). */
+#define GPUPLAN_MEMORY_OPTIONS_INIT                                                          \
+  { .version = GPUPLAN_MEMORY_OPTIONS_VERSION, .workload = GPUPLAN_TRAIN,                   \
+    .convention = GPUPLAN_CONV_DEEPSPEED, .tp = 1, .pp = 1, .dp = 1, .cp = 1, .ep = 1,       \
+    .sequence_parallel = 0, .dp_mode = GPUPLAN_DP_DDP, .shard_group = 0,                     \
+    .schedule = GPUPLAN_SCHED_1F1B, .vpp = 1, .first_stage_layers = 0, .last_stage_layers = 0, \
+    .micro_batch = 1, .seq_len = 0, .microbatches = 0, .precision = GPUPLAN_PREC_BF16_MIXED,   \
+    .grad_bytes = 0, .optimizer = GPUPLAN_OPT_ADAMW, .recompute = GPUPLAN_RECOMPUTE_NONE,      \
+    .flash_attention = 1, .dropout = 1, .offload_optimizer = 0, .offload_params = 0,           \
+    .prefetch = 1, .bucket_bytes = -1, .weight_dtype = GPUPLAN_DTYPE_BF16,                     \
+    .kv_dtype = GPUPLAN_DTYPE_BF16, .group_size = 128, .context_len = 0, .batch = 1,           \
+    .paged = 0, .block_tokens = 16, .context_bytes = -1, .nccl_bytes = -1,                     \
+    .workspace_bytes = -1, .params_override = 0.0, .impl = GPUPLAN_IMPL_FUSED,                \
+    .precision_auto = 0, .phase = GPUPLAN_PHASE_STEADY, .grads_persist = -1,                   \
+    .optimizer_impl = GPUPLAN_OPTIMPL_DEFAULT, .prev_logits = -1, .expert_ffn = 0,             \
+    .shared_experts = 0, .shared_expert_ffn = 0, .dense_layers = 0, .q_lora_rank = 0,          \
+    .kv_lora_rank = 0, .qk_rope_dim = 0, .v_head_dim = 0, .decoder_layers = 0,                 \
+    .head_labels = 0, .qkv_bias = -1, .qk_norm = 0, .parallel_block = 0, .extra_params = 0.0,  \
+    .module = {0, 0, 0, 0, 0, 0, 0, 0, 0}, .finetune = GPUPLAN_FT_FULL, .lora_rank = 16,       \
+    .lora_modules = 0, .base_dtype = GPUPLAN_DTYPE_BF16, .double_quant = 1,                   \
+    .paged_optimizer = 0, .gpu_total_bytes = 0 }
+
+/**
+ * Fill o with the defaults (the same as GPUPLAN_MEMORY_OPTIONS_INIT), for
+ * callers that cannot use the macro (bindings, other languages).
+ * @errors none  @threads any  @since 0.2.0
+ */
+GPUPLAN_API void gpuplan_memory_options_init(gpuplan_memory_options *o);
 
 /** Memory components. */
 typedef enum gpuplan_mem_component {
@@ -165,7 +276,10 @@ typedef enum gpuplan_mem_component {
   GPUPLAN_MEM_INFER_ACT,       /**< inference activation workspace */
   GPUPLAN_MEM_CONTEXT,         /**< CUDA context */
   GPUPLAN_MEM_NCCL,            /**< NCCL communicator buffers */
-  GPUPLAN_MEM_WORKSPACE,       /**< cuBLAS workspace */
+  GPUPLAN_MEM_WORKSPACE,       /**< cuBLAS workspace (inside PyTorch's allocator since 2.0) */
+  GPUPLAN_MEM_BACKWARD,        /**< backward working set: one layer's activation gradients, embedding/output gradient */
+  GPUPLAN_MEM_OPT_STEP,        /**< optimizer-step temporaries (foreach / for-loop) */
+  GPUPLAN_MEM_ADAPTERS,        /**< LoRA adapter weights */
   GPUPLAN_MEM_COUNT
 } gpuplan_mem_component;
 
@@ -193,6 +307,20 @@ typedef struct gpuplan_memory {
   uint64_t kv_bytes_per_token;  /**< per rank */
   uint64_t kv_waste_bytes;      /**< reserved but unused (contiguous) or block tail (paged) */
   int64_t max_sequences;        /**< concurrent sequences of context_len that fit */
+
+  /* --- since 0.2.0 --------------------------------------------------------- */
+  uint64_t capacity_marketed;   /**< the SKU's marketed memory (gpu->memory_bytes) */
+  const char *capacity_source;  /**< where capacity comes from (static text) */
+  int at_limit;                 /**< total fits, but with less than 2% of capacity to spare: not "fits" */
+  const char *verdict;          /**< "fits", "at the limit" or "does not fit" (static) */
+  const char *peak_phase;       /**< the phase that peaks: "forward/backward", "optimizer step", "inference" (static) */
+  uint64_t sum_bytes;           /**< every component added, as if all coexisted */
+  uint64_t fwdbwd_bytes;        /**< peak during forward and backward of the sized step */
+  uint64_t step_bytes;          /**< peak during optimizer.step() of the sized step */
+  uint64_t steady_bytes;        /**< peak of a steady-state step (step >= 2) */
+  uint64_t first_step_bytes;    /**< peak of the first step (states created lazily) */
+  uint64_t allocated_bytes;     /**< of total, inside PyTorch's caching allocator (total - CUDA context - NCCL) */
+  double trainable_params;      /**< parameters that get gradients and optimizer states (LoRA: the adapters) */
 } gpuplan_memory;
 
 /** Stage selector for gpuplan_memory_eval(): the worst (largest) stage. */
@@ -229,13 +357,18 @@ typedef struct gpuplan_fix {
   uint64_t total;                  /**< worst-rank bytes */
   uint64_t capacity;
   int fits;
+  double time_cost;                /**< step time after the rung over before it, minus 1 (0.33: a third slower; estimates) */
+  const char *kind;                /**< "sp", "recompute", "offload", "adam8bit", "lora", "qlora", "micro-batch", "zero", "gpus", "gpu" */
 } gpuplan_fix;
 
 /**
- * The fix ladder of the seed article, quantified for this case: smaller
- * micro-batch -> activation checkpointing -> ZeRO-2 / ZeRO-3 -> bf16 mixed
- * precision -> more GPUs -> a bigger GPU.  Rungs are cumulative; the ladder
- * stops at the first rung that fits.  Rungs that do not apply are skipped.
+ * The fix ladder, quantified for this case: what practitioners try, cheapest
+ * in step time first (sequence parallelism, selective recompute, micro-batch
+ * with gradient accumulation, 8-bit Adam, ZeRO stages, CPU offload, full
+ * recompute, LoRA / QLoRA, then more GPUs and a bigger GPU), each rung
+ * with its estimated time cost.  Rungs are cumulative; the ladder stops at
+ * the first rung that fits.  Rungs that do not apply are skipped; a rung
+ * that saves nothing is left out.
  *
  * @param cat   the catalog, searched for bigger GPUs.
  * @param max_gpus  the most GPUs the "more GPUs" rung may use (e.g. 8).
@@ -250,6 +383,21 @@ GPUPLAN_API int gpuplan_memory_ladder(gpuplan_ctx *ctx, gpuplan_catalog *cat,
                                       int64_t max_gpus, gpuplan_fix *fixes,
                                       size_t cap, size_t *count_out);
 
+/**
+ * The memory a PyTorch process can use on a GPU: NVML's total for the SKU
+ * (the catalog's measured figure, e.g. 81,559 MiB on an H100 80GB), or the
+ * marketed size when the catalog has none, or a vGPU slice's memory.
+ * @param[out] source  static text naming where the figure comes from (may be NULL).
+ * @errors none  @threads any  @since 0.2.0
+ */
+GPUPLAN_API uint64_t gpuplan_gpu_usable_bytes(const gpuplan_gpu *gpu, const char **source);
+
+/**
+ * Compute capability of a SKU as major*10 + minor (80 for "8.0"), or 0 when unknown.
+ * @errors none  @threads any  @since 0.2.0
+ */
+GPUPLAN_API int gpuplan_gpu_cc(const gpuplan_gpu *gpu);
+
 /** Names of enum values, for printing and parsing ("bf16-mixed", "adamw", "zero3", ...). */
 GPUPLAN_API const char *gpuplan_precision_name(gpuplan_precision p);
 GPUPLAN_API const char *gpuplan_optimizer_name(gpuplan_optimizer o);
@@ -258,11 +406,17 @@ GPUPLAN_API const char *gpuplan_dp_mode_name(gpuplan_dp_mode m);
 GPUPLAN_API const char *gpuplan_schedule_name(gpuplan_schedule s);
 GPUPLAN_API const char *gpuplan_convention_name(gpuplan_convention c);
 GPUPLAN_API const char *gpuplan_dtype_name(gpuplan_dtype d);
+/** "fused", "eager", "compiled".  @since 0.2.0 */
+GPUPLAN_API const char *gpuplan_impl_name(gpuplan_impl i);
+/** "full", "lora", "qlora".  @since 0.2.0 */
+GPUPLAN_API const char *gpuplan_finetune_name(gpuplan_finetune f);
+/** "foreach", "fused", "for-loop" (the default resolves per convention).  @since 0.2.0 */
+GPUPLAN_API const char *gpuplan_opt_impl_name(gpuplan_opt_impl i);
 
 /**
  * Parse an enum value by name (case-insensitive), for CLIs and bindings.
  * @param what  "precision", "optimizer", "recompute", "dp", "schedule",
- *              "convention" or "dtype".
+ *              "convention", "dtype", "impl", "finetune" or "optimizer_impl".
  * @return the value (>= 0), or GPUPLAN_EINVAL with a message listing the
  *         allowed names.
  * @errors any  @threads ctx  @since 0.1.0
@@ -270,44 +424,12 @@ GPUPLAN_API const char *gpuplan_dtype_name(gpuplan_dtype d);
 GPUPLAN_API int gpuplan_enum_parse(gpuplan_ctx *ctx, const char *what,
                                    const char *name);
 
-/** Types of named options (gpuplan_option_type). */
-typedef enum gpuplan_option_type {
-  GPUPLAN_OPTION_INT = 0,  /**< an integer (degrees, sizes, bytes; -1 = default where documented) */
-  GPUPLAN_OPTION_BOOL,     /**< 0 or 1; as a string true/false, yes/no, 1/0 */
-  GPUPLAN_OPTION_REAL,     /**< a real number ("params": parameters to scale the model to) */
-  GPUPLAN_OPTION_ENUM      /**< a name: "bf16-mixed", "zero3", "train", ... (gpuplan_enum_parse) */
-} gpuplan_option_type;
-
-/**
- * Memory options by name, so bindings and configuration files share one
- * parser.  Names are the fields of gpuplan_memory_options ("tp",
- * "micro_batch", "precision", "dp_mode", "kv_dtype", "flash_attention",
- * ...), with "params" for params_override and "workload" ("train" or
- * "infer").  Types are checked here, ranges by gpuplan_memory_eval.
- *
- * gpuplan_option_name(i): the i-th name, NULL past the last (static strings).
- * gpuplan_option_kind(name): its gpuplan_option_type, or -1 if unknown.
- * gpuplan_option_set_int/real/string: set one option; an integral real
- *   sets an INT or BOOL option, a string sets any (numbers parsed).
- * @return GPUPLAN_OK; GPUPLAN_ENOTFOUND for an unknown name; GPUPLAN_EINVAL
- *         for a value of the wrong type (the message names the option);
- *         GPUPLAN_EMISUSE for NULL options.
- * @errors any  @threads ctx (the name functions: any thread)  @since 0.1.0
- */
-GPUPLAN_API const char *gpuplan_option_name(size_t i);
-GPUPLAN_API int gpuplan_option_kind(const char *name);
-GPUPLAN_API int gpuplan_option_set_int(gpuplan_ctx *ctx, gpuplan_memory_options *o,
-                                       const char *name, int64_t value);
-GPUPLAN_API int gpuplan_option_set_real(gpuplan_ctx *ctx, gpuplan_memory_options *o,
-                                        const char *name, double value);
-GPUPLAN_API int gpuplan_option_set_string(gpuplan_ctx *ctx, gpuplan_memory_options *o,
-                                          const char *name, const char *value);
-
 /**
  * A model size such as "7B", "1.3b", "350M" or "1T": 1 and *params set, or
- * 0 when s is not a size (then it is a catalog name).  Tools plan such a
- * size as Llama-2-7B's shape scaled to exactly that many parameters
- * (options.params_override), as `gpuplan plan 7B` does.
+ * 0 when s is not a size (then it is a catalog name).  The planning
+ * commands map a size to the catalog model of that size (within 10%) and
+ * say which, or refuse it naming the nearest; they never scale another
+ * model's shape (options.params_override remains for callers of the C API).
  * @threads any  @since 0.1.0
  */
 GPUPLAN_API int gpuplan_parse_size(const char *s, double *params);

@@ -164,6 +164,77 @@ GPUPLAN_API int gpuplan_mock_node(gpuplan_ctx *ctx, gpuplan_catalog *cat, const 
                                  const char *const *faults, size_t nfaults, double load_s, double busy,
                                  double mem_fraction, gpuplan_mock **out);
 
+/* --- a mock node running a training program (since 0.2.0) ----------------- */
+
+/**
+ * A mock node and the job it runs, for gpuplan_mock_node_ex().  The job's
+ * program: startup_s seconds of start-up (the GPU nearly idle), then
+ * training at busy, every checkpoint_every_s seconds checkpoint_s seconds of
+ * checkpointing (nearly idle); its PyTorch cache holds job_bytes per GPU
+ * from the first step (or, with job_bytes -1, mem_fraction of the free
+ * memory once load_s has run: a node already training).  A fault that stops
+ * the work (ECC, CUDA mismatch) or a cache that does not fit (OOM) ends the
+ * job on that GPU: its process exits and its memory is freed.
+ */
+typedef struct gpuplan_mock_node_options {
+  unsigned version;           /**< GPUPLAN_MOCK_NODE_OPTIONS_VERSION */
+  const char *spec;           /**< "SKU[:N]", N in 1..64 */
+  const char *const *faults;  /**< "NAME[@GPU]" (every GPU without @) */
+  size_t nfaults;
+  double load_s;              /**< simulated seconds of the program before the view [600] */
+  double busy;                /**< 0..1: time a kernel runs when the GPU is fed [0.95] */
+  double mem_fraction;        /**< 0..1 [0.87], with job_bytes -1 */
+  const char *driver;         /**< the driver modelled ("535.161.08" when NULL) */
+  double startup_s;           /**< [0] */
+  double step_s;              /**< seconds per training step at full speed (0: steps not counted) */
+  double checkpoint_every_s;  /**< 0: never */
+  double checkpoint_s;
+  int64_t job_bytes;          /**< the job's PyTorch cache per GPU; -1: mem_fraction */
+  const char *process_name;   /**< the job's process name ["/usr/bin/python3"] */
+} gpuplan_mock_node_options;
+
+#define GPUPLAN_MOCK_NODE_OPTIONS_VERSION 1
+#define GPUPLAN_MOCK_NODE_OPTIONS_INIT \
+  {GPUPLAN_MOCK_NODE_OPTIONS_VERSION, NULL, NULL, 0, 600.0, 0.95, 0.87, NULL, 0, 0, 0, 0, -1, NULL}
+
+/**
+ * A mock node from options (gpuplan_mock_node() is this with the defaults
+ * above for everything after mem_fraction).
+ * @return as gpuplan_mock_node(); GPUPLAN_EINVAL naming driver for a version
+ *         that is not a driver branch gpuplan knows (450 and later).
+ * @errors any  @threads ctx  @since 0.2.0
+ */
+GPUPLAN_API int gpuplan_mock_node_ex(gpuplan_ctx *ctx, gpuplan_catalog *cat, const gpuplan_mock_node_options *o,
+                                    gpuplan_mock **out);
+
+/**
+ * Run the node's program for seconds more on every device (what time does
+ * between two nvidia-smi samples).
+ * @return GPUPLAN_OK or GPUPLAN_EINVAL (seconds not in 0..1e7).
+ * @errors GPUPLAN_EINVAL  @threads ctx  @since 0.2.0
+ */
+GPUPLAN_API int gpuplan_mock_advance(gpuplan_mock *sim, double seconds);
+
+/** The job on one mock device. */
+typedef struct gpuplan_mock_job {
+  const char *state;          /**< "none", "starting", "training", "checkpoint", "failed" */
+  const char *message;        /**< why it failed (the framework's error), or NULL */
+  double seconds;             /**< simulated seconds since the job started */
+  double steps;               /**< training steps done (0 without step_s) */
+  uint64_t bytes;             /**< its PyTorch cache */
+} gpuplan_mock_job;
+
+/** The job on device dev.  @return GPUPLAN_OK or GPUPLAN_EINVAL.  @since 0.2.0 */
+GPUPLAN_API int gpuplan_mock_job_read(const gpuplan_mock *sim, int dev, gpuplan_mock_job *out);
+
+/**
+ * The driver the mock models (its version string sets the CUDA version the
+ * backend reports, and nvidia-smi's layout).
+ * @return GPUPLAN_OK or GPUPLAN_EINVAL (not a driver version of branch 450+).
+ * @since 0.2.0
+ */
+GPUPLAN_API int gpuplan_mock_set_driver(gpuplan_mock *sim, const char *version);
+
 /**
  * gpuplan_simulate() on a mock GPU of the SKU, as `gpuplan simulate` runs
  * it: the CUDA context, NCCL buffers and cuBLAS workspace the memory model

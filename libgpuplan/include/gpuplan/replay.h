@@ -16,6 +16,7 @@
 #include "common.h"
 #include "ctx.h"
 #include "cachealloc.h"
+#include "job.h"
 
 GPUPLAN_BEGIN_DECLS
 
@@ -100,6 +101,28 @@ typedef struct gpuplan_replay_result {
 GPUPLAN_API int gpuplan_snapshot_replay(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
                                         const gpuplan_replay_options *options,
                                         gpuplan_replay_result *out);
+
+/**
+ * The replay command of the job API on a snapshot held in memory (the bytes
+ * of a .pickle: a Dask worker's, a download's) instead of a file: the same
+ * options as gpuplan_job_run(job, "replay", out) (alloc_conf, capacity, gpu,
+ * torch, device, summary, timeline, ...) and the same document, whose
+ * "file" is then null.  The option `file` must be unset.  The bytes are
+ * read during the call and not retained.
+ *
+ * This is the entry point for bindings whose users hold bytes, not paths:
+ * a job option is text, and a pickle is binary.
+ *
+ * @param data  the pickle (len bytes; may hold NUL bytes).
+ * @param[out] out  the "replay" document (gpuplan_doc_free); NULL on error.
+ * @return as gpuplan_job_run(): GPUPLAN_OK; GPUPLAN_EINVAL (an option replay
+ *         does not take, file set, not a snapshot, a bad alloc_conf);
+ *         GPUPLAN_ENOTFOUND (gpu not in the catalog); GPUPLAN_EUNSUPPORTED;
+ *         GPUPLAN_ENOMEM.
+ * @errors any  @threads ctx  @since 0.2.0
+ */
+GPUPLAN_API int gpuplan_job_run_snapshot(gpuplan_job *job, const void *data, size_t len,
+                                         gpuplan_doc **out);
 
 /** Collects allocator trace entries (to export them as a snapshot). */
 typedef struct gpuplan_recorder gpuplan_recorder;

@@ -76,5 +76,8 @@ int gpuplan__alloc_add_block(gpuplan_cachealloc *a, gpuplan__seg *s, uint64_t ad
 uint64_t gpuplan__round_size(const gpuplan_alloc_conf *c, uint64_t n);
 void gpuplan__alloc_recount(gpuplan_cachealloc *a);
 uint64_t gpuplan__allocation_size(const gpuplan_alloc_conf *c, uint64_t size);
+/* memory_summary(device, abbreviated) in the layout of a release. */
+int gpuplan__alloc_summary(gpuplan_cachealloc *a, int device, int abbreviated, gpuplan_torch_version layout,
+                           char **out);
 
 #endif

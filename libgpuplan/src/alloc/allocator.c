@@ -62,7 +62,7 @@ static const char *parse_u64(const char *p, uint64_t *out) {
 }
 
 static int conf_err(gpuplan_ctx *ctx, const char *key, const char *fmt, const char *val) {
-  return gpuplan__error(ctx, GPUPLAN_EINVAL, "alloc conf %s: %s (got '%.60s')", key, fmt, val);
+  return gpuplan__error(ctx, GPUPLAN_EINVAL, "alloc conf%s%s: %s (got '%.60s')", *key ? " " : "", key, fmt, val);
 }
 
 /* roundup_power2_divisions: "4" or "[256:1,512:2,1024:4,>:8]" (R5). */
@@ -158,7 +158,7 @@ int gpuplan_alloc_conf_parse(gpuplan_ctx *ctx, const char *s, gpuplan_torch_vers
   int rc;
   if (!ctx) return GPUPLAN_EMISUSE;
   if (!out) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "alloc conf: out is NULL");
-  if ((unsigned)v > GPUPLAN_TORCH_2_X)
+  if ((unsigned)v > GPUPLAN_TORCH_1_13)
     return gpuplan__error(ctx, GPUPLAN_EINVAL, "alloc conf: unknown torch version %d", (int)v);
   conf_defaults(out, v);
   if (!s) return GPUPLAN_OK;
@@ -1085,7 +1085,7 @@ static void oom_message(gpuplan_cachealloc *a, uint64_t alloc_size, uint64_t req
     snprintf(AL, sizeof AL, "%s allowed; ", m);
   }
   (void)request;
-  if (a->conf.torch == GPUPLAN_TORCH_2_0) {
+  if (a->conf.torch == GPUPLAN_TORCH_2_0 || a->conf.torch == GPUPLAN_TORCH_1_13) {
     gpuplan__error(a->ctx, GPUPLAN_EOOM,
                    "CUDA out of memory. Tried to allocate %s (GPU 0; %s total capacity; %s already "
                    "allocated; %s free; %s%s reserved in total by PyTorch) If reserved memory is >> "
@@ -1452,16 +1452,19 @@ void gpuplan__alloc_recount(gpuplan_cachealloc *a) {
 /* --- memory_summary() --------------------------------------------------------- */
 
 /* memory.py _format_size: integer division while the preferred value is at
- * least 768 of the unit. */
-static void fmt_size(gpuplan__buf *b, int64_t sz, double pref) {
+ * least 768 of the unit.  torch <= 1.13 wrote "KB"/"MB" in "{:7d} {}";
+ * 2.0 and later "KiB"/"MiB" in "{:6d} {}" (a column of the same width). */
+static void fmt_size(gpuplan__buf *b, int64_t sz, double pref, int old) {
   static const char *const pfx[] = {"B  ", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  static const char *const opfx[] = {"B ", "KB", "MB", "GB", "TB", "PB"};
   int k = 0;
   while (k < 5 && pref >= 768 * 1024) {
     k++;
     sz /= 1024;
     pref /= 1024;
   }
-  gpuplan__buf_printf(b, "%6lld %s", (long long)sz, pfx[k]);
+  if (old) gpuplan__buf_printf(b, "%7lld %s", (long long)sz, opfx[k]);
+  else gpuplan__buf_printf(b, "%6lld %s", (long long)sz, pfx[k]);
 }
 
 static void fmt_count(gpuplan__buf *b, int64_t c, double pref) {
@@ -1476,13 +1479,13 @@ static void fmt_count(gpuplan__buf *b, int64_t c, double pref) {
 }
 
 static void sum_line(gpuplan__buf *b, const char *name, const gpuplan_stat *s,
-                     const gpuplan_stat *pref, int bytes) {
+                     const gpuplan_stat *pref, int bytes, int old) {
   gpuplan__buf_printf(b, "| %-21s | ", name);
   if (bytes) {
-    fmt_size(b, s->current, (double)pref->current); gpuplan__buf_puts(b, " | ");
-    fmt_size(b, s->peak, (double)pref->peak); gpuplan__buf_puts(b, " | ");
-    fmt_size(b, s->allocated, (double)pref->allocated); gpuplan__buf_puts(b, " | ");
-    fmt_size(b, s->freed, (double)pref->freed);
+    fmt_size(b, s->current, (double)pref->current, old); gpuplan__buf_puts(b, " | ");
+    fmt_size(b, s->peak, (double)pref->peak, old); gpuplan__buf_puts(b, " | ");
+    fmt_size(b, s->allocated, (double)pref->allocated, old); gpuplan__buf_puts(b, " | ");
+    fmt_size(b, s->freed, (double)pref->freed, old);
   } else {
     fmt_count(b, s->current, (double)pref->current); gpuplan__buf_puts(b, " | ");
     fmt_count(b, s->peak, (double)pref->peak); gpuplan__buf_puts(b, " | ");
@@ -1492,13 +1495,17 @@ static void sum_line(gpuplan__buf *b, const char *name, const gpuplan_stat *s,
   gpuplan__buf_puts(b, " |\n");
 }
 
-int gpuplan_cachealloc_summary(gpuplan_cachealloc *a, char **out) {
+/* torch.cuda.memory_summary(device, abbreviated): torch/cuda/memory.py's
+ * table, line for line.  2.0 added the "Requested memory" rows
+ * (requested_bytes) and the KiB/MiB units; 1.13 is the layout before. */
+int gpuplan__alloc_summary(gpuplan_cachealloc *a, int device, int abbreviated, gpuplan_torch_version layout,
+                           char **out) {
   gpuplan__buf b;
   const gpuplan_alloc_stats *st;
   static const char rule[] = "|---------------------------------------------------------------------------|\n";
   static const char dbl[] = "|===========================================================================|\n";
   struct { const char *name; const gpuplan_stat *s; int bytes; } m[9];
-  int i;
+  int i, old = layout == GPUPLAN_TORCH_1_13;
   char hdr[128];
   if (!a || !out) return GPUPLAN_EMISUSE;
   *out = NULL;
@@ -1514,7 +1521,7 @@ int gpuplan_cachealloc_summary(gpuplan_cachealloc *a, char **out) {
   m[8].name = "Non-releasable allocs"; m[8].s = st->inactive_split; m[8].bytes = 0;
   gpuplan__buf_init(&b, a->ctx);
   gpuplan__buf_puts(&b, dbl);
-  gpuplan__buf_printf(&b, "| %16s PyTorch CUDA memory summary, device ID %-17d |\n", "", 0);
+  gpuplan__buf_printf(&b, "| %16s PyTorch CUDA memory summary, device ID %-17d |\n", "", device);
   gpuplan__buf_puts(&b, rule);
   snprintf(hdr, sizeof hdr, "|  %9s CUDA OOMs: %-12lld | %6s cudaMalloc retries: %-8lld  |\n", "",
            (long long)st->num_ooms, "", (long long)st->num_alloc_retries);
@@ -1522,15 +1529,17 @@ int gpuplan_cachealloc_summary(gpuplan_cachealloc *a, char **out) {
   gpuplan__buf_puts(&b, dbl);
   gpuplan__buf_puts(&b, "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n");
   for (i = 0; i < 9; i++) {
+    if (old && m[i].s == st->requested_bytes) continue;
     gpuplan__buf_puts(&b, rule);
-    sum_line(&b, m[i].name, &m[i].s[GPUPLAN_POOL_ALL], &m[i].s[GPUPLAN_POOL_ALL], m[i].bytes);
-    sum_line(&b, "      from large pool", &m[i].s[GPUPLAN_POOL_LARGE], &m[i].s[GPUPLAN_POOL_ALL], m[i].bytes);
-    sum_line(&b, "      from small pool", &m[i].s[GPUPLAN_POOL_SMALL], &m[i].s[GPUPLAN_POOL_ALL], m[i].bytes);
+    sum_line(&b, m[i].name, &m[i].s[GPUPLAN_POOL_ALL], &m[i].s[GPUPLAN_POOL_ALL], m[i].bytes, old);
+    if (abbreviated) continue;
+    sum_line(&b, "      from large pool", &m[i].s[GPUPLAN_POOL_LARGE], &m[i].s[GPUPLAN_POOL_ALL], m[i].bytes, old);
+    sum_line(&b, "      from small pool", &m[i].s[GPUPLAN_POOL_SMALL], &m[i].s[GPUPLAN_POOL_ALL], m[i].bytes, old);
   }
   gpuplan__buf_puts(&b, rule);
-  sum_line(&b, "Oversize allocations", &st->oversize_allocations, &st->oversize_allocations, 0);
+  sum_line(&b, "Oversize allocations", &st->oversize_allocations, &st->oversize_allocations, 0, old);
   gpuplan__buf_puts(&b, rule);
-  sum_line(&b, "Oversize GPU segments", &st->oversize_segments, &st->oversize_segments, 0);
+  sum_line(&b, "Oversize GPU segments", &st->oversize_segments, &st->oversize_segments, 0, old);
   gpuplan__buf_puts(&b, dbl);
   if (b.failed) {
     gpuplan__buf_dispose(&b);
@@ -1538,4 +1547,9 @@ int gpuplan_cachealloc_summary(gpuplan_cachealloc *a, char **out) {
   }
   *out = b.ptr;
   return GPUPLAN_OK;
+}
+
+int gpuplan_cachealloc_summary(gpuplan_cachealloc *a, char **out) {
+  if (!a || !out) return GPUPLAN_EMISUSE;
+  return gpuplan__alloc_summary(a, 0, 0, a->conf.torch, out);
 }

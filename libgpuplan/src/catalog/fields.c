@@ -199,15 +199,22 @@ int gpuplan__field_check(const gpuplan_field *f, const gpuplan__check *ck,
   }
   if (t != SQLITE_INTEGER && t != SQLITE_FLOAT) {
     if (t == SQLITE_TEXT) {
-      const char *txt = (const char *)sqlite3_column_text(st, col);
-      snprintf(why, cap, "is text ('%.40s'), not a number", txt ? txt : "");
+      /* Quote a little of it, controls made harmless for a terminal. */
+      const unsigned char *txt = sqlite3_column_text(st, col);
+      char head[41];
+      size_t i;
+      for (i = 0; txt && txt[i] && i < sizeof head - 1; i++)
+        head[i] = txt[i] < 0x20 || txt[i] == 0x7f ? '?' : (char)txt[i];
+      head[i] = '\0';
+      snprintf(why, cap, "is text ('%s'), not a number", head);
     } else {
       snprintf(why, cap, "is %s, not a number", type_name(t));
     }
     return 1;
   }
   if (t == SQLITE_INTEGER) {
-    /* Every bound is far inside 2^53, so the rounding cannot matter. */
+    /* The bounds are exact doubles; rounding moves a 64-bit integer by less
+     * than one part in 2^52, which no bound is that close to caring about. */
     v = (double)sqlite3_column_int64(st, col);
   } else {
     v = sqlite3_column_double(st, col);

@@ -265,28 +265,34 @@ static int words_match(const char *q, const char *w) {
 }
 
 /*
- * Optimal-string-alignment distance (edits with adjacent transposition), or
- * any value above limit once the distance must exceed it.  Every suggestion
+ * Optimal-string-alignment distance (edits with adjacent transposition) when
+ * it is at most limit; otherwise some value above limit.  Every suggestion
  * search runs this against each key, and `catalog show` searches the kinds
- * it does not hit, so it gives up early: a row's minimum never falls by more
- * than one below the minimum of the two rows before it, so two rows above
- * limit end the search.
+ * it does not hit, so only the band |i - j| <= limit is computed (an
+ * alignment that leaves it costs more than limit; a transposition moves
+ * along the diagonal) and two rows above limit end it early: no row's
+ * minimum is below the smaller of the two before it.
  */
 static size_t osa(const char *a, size_t n, const char *b, size_t m, size_t limit) {
+  const size_t big = limit + 1;
   size_t i, j, prevmin = 0;
   /* Three rolling rows, indexed by j; rows are i-2, i-1, i mod 3. */
   size_t rows[3][KEY_MAX + 1];
 
   if (n >= KEY_MAX) n = KEY_MAX - 1;
   if (m >= KEY_MAX) m = KEY_MAX - 1;
-  if ((n > m ? n - m : m - n) > limit) return limit + 1;
-  for (j = 0; j <= m; j++) rows[0][j] = j;
+  if ((n > m ? n - m : m - n) > limit) return big;
+  for (j = 0; j <= m; j++) rows[0][j] = j <= limit ? j : big;
   for (i = 1; i <= n; i++) {
     size_t *cur = rows[i % 3], *prev = rows[(i - 1) % 3], *pp = rows[(i + 1) % 3];
+    size_t lo = i > limit ? i - limit : 1, hi = i + limit < m ? i + limit : m;
     size_t rowmin;
-    cur[0] = i;
-    rowmin = i;
-    for (j = 1; j <= m; j++) {
+    /* The cells just outside the band read as "too far"; column 0 is in it
+     * while i <= limit. */
+    cur[lo - 1] = lo == 1 && i <= limit ? i : big;
+    if (hi < m) cur[hi + 1] = big;
+    rowmin = cur[lo - 1];
+    for (j = lo; j <= hi; j++) {
       size_t cost = a[i - 1] != b[j - 1];
       size_t v = prev[j] + 1;
       if (cur[j - 1] + 1 < v) v = cur[j - 1] + 1;
@@ -294,10 +300,11 @@ static size_t osa(const char *a, size_t n, const char *b, size_t m, size_t limit
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
           pp[j - 2] + 1 < v)
         v = pp[j - 2] + 1;
+      if (v > big) v = big;
       cur[j] = v;
       if (v < rowmin) rowmin = v;
     }
-    if (rowmin > limit && prevmin > limit) return limit + 1;
+    if (rowmin > limit && prevmin > limit) return big;
     prevmin = rowmin;
   }
   return rows[n % 3][m];

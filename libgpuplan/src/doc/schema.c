@@ -11,12 +11,14 @@ extern const gpuplan__kind_desc *const gpuplan__kinds_train[];   /* kinds_train.
 extern const gpuplan__kind_desc *const gpuplan__kinds_tools[];   /* kinds_tools.c */
 extern const gpuplan__kind_desc *const gpuplan__kinds_devices[]; /* kinds_devices.c */
 extern const gpuplan__kind_desc *const gpuplan__kinds_validate[]; /* kinds_validate.c */
+extern const gpuplan__kind_desc *const gpuplan__kinds_serve[];    /* kinds_serve.c */
 
 static const gpuplan__kind_desc *const *const groups[] = {
   gpuplan__kinds_train,
   gpuplan__kinds_tools,
   gpuplan__kinds_devices,
   gpuplan__kinds_validate,
+  gpuplan__kinds_serve,
 };
 
 static const gpuplan__kind_desc *nth(size_t i) {

@@ -390,8 +390,30 @@ static void put_price(gpuplan__docb *b, const gpuplan_node *n, double per_hour) 
   gpuplan__doc_str(b, "price_date", priced && n ? n->price_date : NULL);
 }
 
+/* The performance model's constants for a job: the framework's profile
+ * (framework option; auto: fsdp for FSDP sharding, deepspeed for ZeRO-2/3,
+ * else megatron) with the job's overlap options. */
+static void perf_constants(gpuplan_job *j, const gpuplan_memory_options *o, gpuplan_perf_constants *k) {
+  int64_t fw = iopt(j, J_FRAMEWORK, 0);
+  gpuplan_framework f = fw > 0 ? (gpuplan_framework)(fw - 1)
+                      : o->dp_mode >= GPUPLAN_DP_FSDP_FULL ? GPUPLAN_FW_FSDP
+                      : o->dp_mode == GPUPLAN_DP_ZERO2 || o->dp_mode == GPUPLAN_DP_ZERO3 ? GPUPLAN_FW_DEEPSPEED
+                      : GPUPLAN_FW_MEGATRON;
+  gpuplan_perf_constants_framework(f, k);
+  if (isset(j, J_TP_OVERLAP)) {
+    gpuplan_perf_constants nemo;
+    gpuplan_perf_constants_framework(GPUPLAN_FW_NEMO, &nemo);
+    k->tp_overlap = iopt(j, J_TP_OVERLAP, 0) ? (k->tp_overlap > 0 ? k->tp_overlap : nemo.tp_overlap) : 0;
+  }
+  if (isset(j, J_DP_OVERLAP)) k->dp_overlap = (int)iopt(j, J_DP_OVERLAP, 1);
+}
+
 static void put_perf(gpuplan__docb *b, const gpuplan_perf *pf, double tokens) {
+  size_t i;
   gpuplan__doc_int(b, "global_batch", pf->global_batch);
+  gpuplan__doc_str(b, "framework", gpuplan_framework_name(pf->framework));
+  gpuplan__doc_int(b, "microbatches", pf->microbatches);
+  gpuplan__doc_int(b, "tokens_per_microbatch", pf->tokens_per_microbatch);
   gpuplan__doc_real(b, "step_s", pf->step_s);
   gpuplan__doc_obj(b, "breakdown_s");
   gpuplan__doc_real(b, "compute", pf->compute_s);
@@ -401,6 +423,45 @@ static void put_perf(gpuplan__docb *b, const gpuplan_perf *pf, double tokens) {
   gpuplan__doc_real(b, "pp_comm", pf->pp_comm_s);
   gpuplan__doc_real(b, "dp_comm", pf->dp_comm_s);
   gpuplan__doc_real(b, "optimizer", pf->optimizer_s);
+  gpuplan__doc_real(b, "stragglers", pf->straggler_s);
+  gpuplan__doc_real(b, "overhead", pf->overhead_s);
+  gpuplan__doc_end(b);
+  gpuplan__doc_obj(b, "compute_s");
+  gpuplan__doc_real(b, "gemm", pf->gemm_s);
+  gpuplan__doc_real(b, "attention", pf->attention_s);
+  gpuplan__doc_real(b, "elementwise", pf->elementwise_s);
+  gpuplan__doc_real(b, "gemm_efficiency", pf->gemm_eff);
+  gpuplan__doc_real(b, "attention_flops_s", pf->attn_flops_s);
+  gpuplan__doc_end(b);
+  gpuplan__doc_obj(b, "communication");
+  gpuplan__doc_real(b, "total_s", pf->comm_s);
+  gpuplan__doc_real(b, "exposed_s", pf->exposed_comm_s);
+  gpuplan__doc_real(b, "hidden_s", pf->comm_s - pf->exposed_comm_s);
+  gpuplan__doc_real(b, "nic_bw_bytes_s", pf->nic_bw_bytes_s);
+  gpuplan__doc_real(b, "bytes_per_nic", pf->bytes_per_nic);
+  gpuplan__doc_end(b);
+  gpuplan__doc_arr(b, "collectives");
+  for (i = 0; i < pf->n_comm; i++) {
+    const gpuplan_perf_comm *c = &pf->comm[i];
+    gpuplan__doc_obj(b, NULL);
+    gpuplan__doc_str(b, "name", c->name);
+    gpuplan__doc_str(b, "op", c->op);
+    gpuplan__doc_str(b, "algo", c->algo);
+    gpuplan__doc_str(b, "proto", c->proto);
+    gpuplan__doc_str(b, "phase", c->phase);
+    gpuplan__doc_int(b, "ranks", c->ranks);
+    gpuplan__doc_int(b, "ranks_per_node", c->ranks_per_node);
+    gpuplan__doc_real(b, "nics_per_node", c->nics_per_node);
+    gpuplan__doc_real(b, "count", c->count);
+    gpuplan__doc_real(b, "message_bytes", c->message_bytes);
+    gpuplan__doc_real(b, "bytes_per_gpu", c->bytes_per_gpu);
+    gpuplan__doc_real(b, "bytes_per_nic", c->bytes_per_nic);
+    gpuplan__doc_real(b, "seconds", c->seconds);
+    gpuplan__doc_real(b, "latency_s", c->latency_s);
+    gpuplan__doc_real(b, "hidden_s", c->hidden_s);
+    gpuplan__doc_real(b, "exposed_s", c->exposed_s);
+    gpuplan__doc_end(b);
+  }
   gpuplan__doc_end(b);
   gpuplan__doc_real(b, "tokens_per_s", pf->tokens_per_s);
   gpuplan__doc_real(b, "mfu", pf->mfu);
@@ -424,6 +485,7 @@ static void put_perf(gpuplan__docb *b, const gpuplan_perf *pf, double tokens) {
 int gpuplan__cmd_perf(gpuplan_job *j, gpuplan_doc **out) {
   train_job t;
   gpuplan_cluster cl;
+  gpuplan_perf_constants k;
   gpuplan_perf pf;
   gpuplan_memory worst;
   gpuplan__docb *b;
@@ -432,7 +494,8 @@ int gpuplan__cmd_perf(gpuplan_job *j, gpuplan_doc **out) {
   GPUPLAN_TRY(cluster_of(j, &t, &cl));
   if (!t.cpu_only)
     GPUPLAN_TRY(gpuplan_memory_eval(j->ctx, t.js.model, t.js.gpu, &t.js.options, GPUPLAN_STAGE_WORST, &worst));
-  GPUPLAN_TRY(gpuplan_perf_eval(j->ctx, t.js.model, &cl, &t.js.options, iopt(j, J_GLOBAL_BATCH, 0), tokens, NULL,
+  perf_constants(j, &t.js.options, &k);
+  GPUPLAN_TRY(gpuplan_perf_eval(j->ctx, t.js.model, &cl, &t.js.options, iopt(j, J_GLOBAL_BATCH, 0), tokens, &k,
                                 &pf));
   if (!(b = gpuplan__doc_begin(j->ctx, "perf"))) return gpuplan_errcode(j->ctx);
   put_head(b, j, &t, t.cpu_only ? gpuplan_model_params(t.js.model) : worst.params_total);
@@ -572,6 +635,8 @@ static int relay(void *p, uint64_t done, uint64_t total) {
 int gpuplan__cmd_search(gpuplan_job *j, gpuplan_doc **out) {
   train_job t;
   gpuplan_cluster cl;
+  gpuplan_perf_constants kc;
+  gpuplan_search_options so = GPUPLAN_SEARCH_OPTIONS_INIT;
   gpuplan_candidate *best;
   gpuplan_search_stats st;
   gpuplan__docb *b;
@@ -590,8 +655,13 @@ int gpuplan__cmd_search(gpuplan_job *j, gpuplan_doc **out) {
   best = gpuplan__calloc(j->ctx, top, sizeof *best);
   if (!best) return gpuplan__nomem(j->ctx);
   pr.job = j;
-  rc = gpuplan_search(j->ctx, t.js.model, &cl, &t.js.options, G, (gpuplan_objective)iopt(j, J_OBJECTIVE, 0), best,
-                      top, &n, &st, j->progress ? relay : NULL, &pr);
+  perf_constants(j, &t.js.options, &kc);
+  so.k = &kc;
+  so.threads = (int)iopt(j, J_THREADS, 0);
+  so.tie_tolerance = isset(j, J_TIE_TOLERANCE) ? gpuplan__job_real(j, JOPT(J_TIE_TOLERANCE), 0) : 0;
+  if (isset(j, J_TIE_TOLERANCE) && !(so.tie_tolerance > 0)) so.tie_tolerance = -1;
+  rc = gpuplan_search_ex(j->ctx, t.js.model, &cl, &t.js.options, G, (gpuplan_objective)iopt(j, J_OBJECTIVE, 0), &so,
+                         best, top, &n, &st, j->progress ? relay : NULL, &pr);
   if (rc) {
     gpuplan__free(j->ctx, best);
     return rc;
@@ -605,9 +675,15 @@ int gpuplan__cmd_search(gpuplan_job *j, gpuplan_doc **out) {
   put_cluster(b, &cl);
   gpuplan__doc_int(b, "global_batch", G);
   gpuplan__doc_str(b, "objective", iopt(j, J_OBJECTIVE, 0) ? "cost" : "time");
+  gpuplan__doc_str(b, "framework", gpuplan_framework_name(kc.framework));
+  gpuplan__doc_uint(b, "candidates", st.candidates);
+  gpuplan__doc_uint(b, "pruned", st.pruned);
   gpuplan__doc_uint(b, "evaluated", st.evaluated);
   gpuplan__doc_uint(b, "too_big", st.too_big);
   gpuplan__doc_uint(b, "invalid", st.invalid);
+  gpuplan__doc_uint(b, "timed", st.timed);
+  gpuplan__doc_real(b, "tie_tolerance", so.tie_tolerance > 0 ? so.tie_tolerance
+                                        : so.tie_tolerance < 0 ? 0.0 : GPUPLAN_PERF_MODEL_ERROR);
   gpuplan__doc_real(b, "train_tokens", tokens > 0 ? tokens : NAN);
   gpuplan__doc_arr(b, "best");
   for (k = 0; k < n; k++) {
@@ -615,6 +691,10 @@ int gpuplan__cmd_search(gpuplan_job *j, gpuplan_doc **out) {
     gpuplan__doc_obj(b, NULL);
     gpuplan__doc_int(b, "rank", (int64_t)k + 1);
     put_layout(b, &c->options);
+    gpuplan__doc_int(b, "first_stage_layers", c->options.first_stage_layers);
+    gpuplan__doc_int(b, "last_stage_layers", c->options.last_stage_layers);
+    gpuplan__doc_bool(b, "tp_overlap", c->tp_overlap);
+    gpuplan__doc_bool(b, "offload_optimizer", c->options.offload_optimizer);
     gpuplan__doc_real(b, "step_s", c->perf.step_s);
     gpuplan__doc_real(b, "tokens_per_s", c->perf.tokens_per_s);
     gpuplan__doc_real(b, "mfu", c->perf.mfu);
@@ -622,10 +702,58 @@ int gpuplan__cmd_search(gpuplan_job *j, gpuplan_doc **out) {
     gpuplan__doc_real(b, "cost_per_mtok", c->perf.cost_per_mtok);
     gpuplan__doc_real(b, "train_days", tokens > 0 ? tokens / c->perf.tokens_per_s / 86400 : NAN);
     gpuplan__doc_real(b, "slower_than_first", k ? c->perf.step_s / best[0].perf.step_s - 1 : 0.0);
+    gpuplan__doc_bool(b, "tied_with_first", c->tied_with_first);
+    gpuplan__doc_real(b, "exposed_comm_s", c->perf.exposed_comm_s);
+    gpuplan__doc_real(b, "bytes_network_per_gpu", c->perf.bytes_network_per_gpu);
+    gpuplan__doc_real(b, "bytes_per_nic", c->perf.bytes_per_nic);
     gpuplan__doc_str(b, "why", c->why);
     gpuplan__doc_end(b);
   }
   gpuplan__doc_end(b);
+  /* Why #1 beats #2: the seconds of each part of the step that differ. */
+  if (n >= 2) {
+    const gpuplan_perf *p1 = &best[0].perf, *p2 = &best[1].perf;
+    static const char *const names[] = {"compute", "bubble", "tp_comm", "cp_comm", "pp_comm", "dp_comm",
+                                        "optimizer", "stragglers", "overhead"};
+    double a1[9], a2[9], d = p2->step_s - p1->step_s;
+    size_t i, big = 0, nb = sizeof names / sizeof names[0];
+    char text[512];
+    int len;
+    a1[0] = p1->compute_s, a2[0] = p2->compute_s;
+    a1[1] = p1->bubble_s, a2[1] = p2->bubble_s;
+    a1[2] = p1->tp_comm_s, a2[2] = p2->tp_comm_s;
+    a1[3] = p1->cp_comm_s, a2[3] = p2->cp_comm_s;
+    a1[4] = p1->pp_comm_s, a2[4] = p2->pp_comm_s;
+    a1[5] = p1->dp_comm_s, a2[5] = p2->dp_comm_s;
+    a1[6] = p1->optimizer_s, a2[6] = p2->optimizer_s;
+    a1[7] = p1->straggler_s, a2[7] = p2->straggler_s;
+    a1[8] = p1->overhead_s, a2[8] = p2->overhead_s;
+    for (i = 1; i < nb; i++)
+      if (fabs(a2[i] - a1[i]) > fabs(a2[big] - a1[big])) big = i;
+    gpuplan__doc_obj(b, "first_vs_second");
+    gpuplan__doc_real(b, "step_s_first", p1->step_s);
+    gpuplan__doc_real(b, "step_s_second", p2->step_s);
+    gpuplan__doc_real(b, "difference_s", d);
+    gpuplan__doc_bool(b, "tied", best[1].tied_with_first);
+    gpuplan__doc_arr(b, "parts");
+    for (i = 0; i < nb; i++) {
+      if (a1[i] == 0 && a2[i] == 0) continue;
+      gpuplan__doc_obj(b, NULL);
+      gpuplan__doc_str(b, "part", names[i]);
+      gpuplan__doc_real(b, "first_s", a1[i]);
+      gpuplan__doc_real(b, "second_s", a2[i]);
+      gpuplan__doc_real(b, "difference_s", a2[i] - a1[i]);
+      gpuplan__doc_end(b);
+    }
+    gpuplan__doc_end(b);
+    len = snprintf(text, sizeof text, "%s: #2 takes %.3f s more per step (%+.1f%%); the largest difference is %s "
+                   "(%.3f s vs %.3f s)",
+                   best[1].tied_with_first ? "a tie within the model's error" : "#1 is faster", d,
+                   100 * d / p1->step_s, names[big], a1[big], a2[big]);
+    (void)len;
+    gpuplan__doc_str(b, "summary", text);
+    gpuplan__doc_end(b);
+  }
   put_price(b, t.js.node, n ? best[0].perf.cost_per_hour : NAN);
   gpuplan__free(j->ctx, best);
   return gpuplan__doc_finish(b, out);

@@ -18,6 +18,8 @@ static const gpuplan__opt_table *const tables[] = {
   &gpuplan__opts_tools,
   &gpuplan__opts_devices,
   &gpuplan__opts_validate,
+  &gpuplan__opts_model,
+  &gpuplan__opts_serve,
 };
 #define NTABLES (sizeof tables / sizeof tables[0])
 
@@ -63,6 +65,15 @@ const gpuplan_option_info *gpuplan_job_option_find(const char *name, int *negate
   const gpuplan_option_info *o;
   if (negated) *negated = 0;
   if (!name) return NULL;
+  /* the exact name first (what bindings pass), then flags and spellings */
+  {
+    size_t t, k;
+    for (t = 0; t < NTABLES; t++)
+      for (k = 0; k < tables[t]->n; k++) {
+        o = &tables[t]->opts[k];
+        if (o->name[0] == name[0] && strcmp(o->name, name) == 0) return o;
+      }
+  }
   for (i = 0; (o = gpuplan_job_option(i)); i++)
     if (name_eq(o->name, name) || name_eq(o->flag, name)) return o;
   if (strncmp(name, "no-", 3) == 0 || strncmp(name, "no_", 3) == 0) {
@@ -94,6 +105,8 @@ static const struct {
   {"validate", "predicted vs measured throughput of published training runs", gpuplan__cmd_validate},
   {"catalog", "list and show GPUs, nodes/VMs, models and fabrics", gpuplan__cmd_catalog},
   {"version", "the version of the library and its catalog", gpuplan__cmd_version},
+  {"serve", "memory, latency, throughput and cost of serving a model (vLLM, SGLang, TensorRT-LLM)",
+   gpuplan__cmd_serve},
 };
 
 const char *gpuplan_command_name(size_t i) { return i < GPUPLAN__CMD_COUNT ? commands[i].name : NULL; }

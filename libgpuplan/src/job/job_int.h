@@ -32,6 +32,7 @@ enum {
   GPUPLAN__CMD_VALIDATE,
   GPUPLAN__CMD_CATALOG,
   GPUPLAN__CMD_VERSION,
+  GPUPLAN__CMD_SERVE,
   GPUPLAN__CMD_COUNT
 };
 #define C_PLAN (1u << GPUPLAN__CMD_PLAN)
@@ -46,6 +47,7 @@ enum {
 #define C_VALIDATE (1u << GPUPLAN__CMD_VALIDATE)
 #define C_CATALOG (1u << GPUPLAN__CMD_CATALOG)
 #define C_VERSION (1u << GPUPLAN__CMD_VERSION)
+#define C_SERVE (1u << GPUPLAN__CMD_SERVE)
 #define C_JOBS (C_PLAN | C_PERF | C_SEARCH | C_SIMULATE)
 
 /* A sub-table of options. */
@@ -59,6 +61,8 @@ extern const gpuplan__opt_table gpuplan__opts_job;     /* job_options.c */
 extern const gpuplan__opt_table gpuplan__opts_tools;   /* replay, explain-oom, validate, catalog, version */
 extern const gpuplan__opt_table gpuplan__opts_devices; /* smi, topo, doctor */
 extern const gpuplan__opt_table gpuplan__opts_validate; /* validate */
+extern const gpuplan__opt_table gpuplan__opts_model;    /* opts_model.c: describing a model */
+extern const gpuplan__opt_table gpuplan__opts_serve;    /* opts_serve.c: serving */
 
 /* A list value (GPUPLAN_OPT_LIST). */
 typedef struct gpuplan__optlist {
@@ -112,6 +116,7 @@ enum {
   J_GLOBAL_BATCH, J_TOKENS, J_INTRA, J_INTER, J_NICS, J_NIC_GBPS,
   J_TOP, J_OBJECTIVE, J_ACROSS, J_DAYS, J_MAX_NODES,
   J_STEPS, J_ALLOC_CONF, J_KEEP_GRADS, J_OTHER_PROCS, J_SNAPSHOT, J_ON,
+  J_FRAMEWORK, J_TP_OVERLAP, J_DP_OVERLAP, J_THREADS, J_TIE_TOLERANCE,
   J_COUNT
 };
 #define JOPT(id) (&gpuplan__opts_job.opts[id])
@@ -130,5 +135,6 @@ int gpuplan__cmd_doctor(gpuplan_job *job, gpuplan_doc **out);
 int gpuplan__cmd_validate(gpuplan_job *job, gpuplan_doc **out);
 int gpuplan__cmd_catalog(gpuplan_job *job, gpuplan_doc **out);
 int gpuplan__cmd_version(gpuplan_job *job, gpuplan_doc **out);
+int gpuplan__cmd_serve(gpuplan_job *job, gpuplan_doc **out);
 
 #endif /* GPUPLAN_JOB_INT_H */

@@ -17,7 +17,8 @@ static const gpuplan_option_info opts[] = {
    "a catalog model (gpuplan catalog models) or a size such as 7B (Llama-2-7B's shape scaled to it)",
    TRAINING, GPUPLAN_OPTF_POSITIONAL, "model"},
   {"gpu", "gpu", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "(gpu or node required)",
-   "a GPU SKU from the catalog (gpuplan catalog gpus)", TRAINING | C_TOPO, 0, "hardware"},
+   "a GPU SKU from the catalog (gpuplan catalog gpus); replay: its memory less its CUDA context is the capacity",
+   TRAINING | C_TOPO | C_REPLAY, 0, "hardware"},
   {"gpus", "gpus", GPUPLAN_OPT_INT, "GPUs", 1, 16777216, NULL, "tp*pp*dp*cp, or the node's GPUs x nodes",
    "number of GPUs", TRAINING, 0, "hardware"},
   {"node", "node", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "none",
@@ -149,7 +150,8 @@ static const gpuplan_option_info opts[] = {
   {"steps", "steps", GPUPLAN_OPT_INT, "steps", 1, 1000000, NULL, "2", "training steps to simulate", C_SIMULATE,
    0, "simulate"},
   {"alloc_conf", "alloc-conf", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "none",
-   "PYTORCH_CUDA_ALLOC_CONF, e.g. expandable_segments:True", C_SIMULATE, 0, "simulate"},
+   "allocator settings as PYTORCH_ALLOC_CONF takes them, e.g. expandable_segments:True,max_split_size_mb:128",
+   C_SIMULATE | C_REPLAY, 0, "simulate"},
   {"keep_grads", "keep-grads", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "false",
    "zero_grad(set_to_none=False): gradients persist between steps", C_SIMULATE, 0, "simulate"},
   {"other_procs", "other-procs", GPUPLAN_OPT_BYTES, "MiB", 0, 1099511627776.0, NULL, "0",
@@ -160,6 +162,22 @@ static const gpuplan_option_info opts[] = {
   {"on", "on", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "none",
    "cuda or cuda:N: run the same steps again with real allocations on that CUDA device", C_SIMULATE, 0,
    "simulate"},
+
+  /* performance model: the framework and its overlaps (appended; docs/performance.md) */
+  {"framework", "framework", GPUPLAN_OPT_ENUM, "", 0, 0,
+   "auto|megatron|nemo|deepspeed|fsdp|fsdp2|composer|torchtitan|maxtext", "auto",
+   "the training framework whose kernels and overlaps to model; auto: fsdp for FSDP sharding, deepspeed for "
+   "ZeRO-2/3, else megatron", C_PERF | C_SEARCH, 0, "perf"},
+  {"tp_overlap", "tp-overlap", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "the framework's (on for nemo, maxtext)",
+   "overlap tensor-parallel collectives with GEMMs (Megatron --tp-comm-overlap); search tries both",
+   C_PERF, 0, "perf"},
+  {"dp_overlap", "dp-overlap", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "true",
+   "overlap gradient reduction and parameter gathers with compute (DDP buckets, FSDP prefetch, "
+   "--overlap-grad-reduce)", C_PERF | C_SEARCH, 0, "perf"},
+  {"threads", "threads", GPUPLAN_OPT_INT, "threads", 0, 1024, NULL, "0 (every core)",
+   "worker threads for the search", C_SEARCH, 0, "search"},
+  {"tie_tolerance", "tie-tolerance", GPUPLAN_OPT_REAL, "1", 0, 1, NULL, "0.05 (the model's median error)",
+   "layouts whose step times differ by less than this share of #1's are shown as ties", C_SEARCH, 0, "search"},
 };
 
 const gpuplan__opt_table gpuplan__opts_job = {opts, sizeof opts / sizeof opts[0]};

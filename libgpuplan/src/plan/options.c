@@ -1,11 +1,8 @@
 /*
- * options.c: memory options by name, for bindings and configuration files.
- *
- * One table maps the public names (the struct's field names; "params" for
- * params_override, "workload" for train/infer) to a type and an offset, so
- * the Python and Lua bindings and any embedder parse options the same way.
- * Ranges are checked where the options are used (gpuplan_memory_eval),
- * which names the field; here only types and enum names are checked.
+ * options.c: the memory options' defaults, model sizes ("7B"), and job
+ * resolution (model, GPU or node, GPU count and layout) for the planning
+ * commands (job/cmd_train.c).  Options by name are the job API's
+ * (job/job.c, one table for every front end).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -16,167 +13,9 @@
 #include "gpuplan/memory.h"
 #include "gpuplan/perf.h"
 
-typedef struct option_desc {
-  const char *name;
-  gpuplan_option_type type;
-  size_t offset;
-  size_t size;       /* of the field: int64_t, int or an enum */
-  const char *enum_kind; /* for gpuplan_enum_parse */
-} option_desc;
-
-#define F(name, type, field, kind) \
-  {name, type, offsetof(gpuplan_memory_options, field), sizeof(((gpuplan_memory_options *)0)->field), kind}
-
-static const option_desc options[] = {
-  F("workload", GPUPLAN_OPTION_ENUM, workload, "workload"),
-  F("convention", GPUPLAN_OPTION_ENUM, convention, "convention"),
-  F("tp", GPUPLAN_OPTION_INT, tp, NULL),
-  F("pp", GPUPLAN_OPTION_INT, pp, NULL),
-  F("dp", GPUPLAN_OPTION_INT, dp, NULL),
-  F("cp", GPUPLAN_OPTION_INT, cp, NULL),
-  F("ep", GPUPLAN_OPTION_INT, ep, NULL),
-  F("sequence_parallel", GPUPLAN_OPTION_BOOL, sequence_parallel, NULL),
-  F("dp_mode", GPUPLAN_OPTION_ENUM, dp_mode, "dp"),
-  F("shard_group", GPUPLAN_OPTION_INT, shard_group, NULL),
-  F("schedule", GPUPLAN_OPTION_ENUM, schedule, "schedule"),
-  F("vpp", GPUPLAN_OPTION_INT, vpp, NULL),
-  F("first_stage_layers", GPUPLAN_OPTION_INT, first_stage_layers, NULL),
-  F("last_stage_layers", GPUPLAN_OPTION_INT, last_stage_layers, NULL),
-  F("micro_batch", GPUPLAN_OPTION_INT, micro_batch, NULL),
-  F("seq_len", GPUPLAN_OPTION_INT, seq_len, NULL),
-  F("microbatches", GPUPLAN_OPTION_INT, microbatches, NULL),
-  F("precision", GPUPLAN_OPTION_ENUM, precision, "precision"),
-  F("grad_bytes", GPUPLAN_OPTION_INT, grad_bytes, NULL),
-  F("optimizer", GPUPLAN_OPTION_ENUM, optimizer, "optimizer"),
-  F("recompute", GPUPLAN_OPTION_ENUM, recompute, "recompute"),
-  F("flash_attention", GPUPLAN_OPTION_BOOL, flash_attention, NULL),
-  F("dropout", GPUPLAN_OPTION_BOOL, dropout, NULL),
-  F("offload_optimizer", GPUPLAN_OPTION_BOOL, offload_optimizer, NULL),
-  F("offload_params", GPUPLAN_OPTION_BOOL, offload_params, NULL),
-  F("prefetch", GPUPLAN_OPTION_INT, prefetch, NULL),
-  F("bucket_bytes", GPUPLAN_OPTION_INT, bucket_bytes, NULL),
-  F("weight_dtype", GPUPLAN_OPTION_ENUM, weight_dtype, "dtype"),
-  F("kv_dtype", GPUPLAN_OPTION_ENUM, kv_dtype, "dtype"),
-  F("group_size", GPUPLAN_OPTION_INT, group_size, NULL),
-  F("context_len", GPUPLAN_OPTION_INT, context_len, NULL),
-  F("batch", GPUPLAN_OPTION_INT, batch, NULL),
-  F("paged", GPUPLAN_OPTION_BOOL, paged, NULL),
-  F("block_tokens", GPUPLAN_OPTION_INT, block_tokens, NULL),
-  F("context_bytes", GPUPLAN_OPTION_INT, context_bytes, NULL),
-  F("nccl_bytes", GPUPLAN_OPTION_INT, nccl_bytes, NULL),
-  F("workspace_bytes", GPUPLAN_OPTION_INT, workspace_bytes, NULL),
-  F("params", GPUPLAN_OPTION_REAL, params_override, NULL),
-};
-#undef F
-
-#define NOPTIONS (sizeof options / sizeof options[0])
-
-static const option_desc *find(const char *name) {
-  size_t i;
-  if (!name) return NULL;
-  for (i = 0; i < NOPTIONS; i++)
-    if (strcmp(options[i].name, name) == 0) return &options[i];
-  return NULL;
-}
-
-const char *gpuplan_option_name(size_t i) { return i < NOPTIONS ? options[i].name : NULL; }
-
-int gpuplan_option_kind(const char *name) {
-  const option_desc *d = find(name);
-  return d ? (int)d->type : -1;
-}
-
-static int unknown(gpuplan_ctx *ctx, const char *name) {
-  return gpuplan__error(ctx, GPUPLAN_ENOTFOUND, "option '%s' is unknown (options are the fields of "
-                        "gpuplan_memory_options: tp, pp, dp, micro_batch, precision, ...)", name ? name : "(null)");
-}
-
-/* Store an integer in a field of the option's size. */
-static void store_int(gpuplan_memory_options *o, const option_desc *d, int64_t v) {
-  char *p = (char *)o + d->offset;
-  if (d->size == sizeof(int64_t)) {
-    memcpy(p, &v, sizeof v);
-  } else {
-    int x = (int)v;
-    memcpy(p, &x, sizeof x);
-  }
-}
-
-int gpuplan_option_set_int(gpuplan_ctx *ctx, gpuplan_memory_options *o, const char *name, int64_t v) {
-  const option_desc *d = find(name);
-  if (!o) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "options: NULL");
-  if (!d) return unknown(ctx, name);
-  switch (d->type) {
-  case GPUPLAN_OPTION_INT:
-    if (d->size != sizeof(int64_t) && (v < -1 || v > 1 << 20))
-      return gpuplan__error(ctx, GPUPLAN_EINVAL, "%s: %lld is out of range", name, (long long)v);
-    store_int(o, d, v);
-    return GPUPLAN_OK;
-  case GPUPLAN_OPTION_BOOL:
-    if (v != 0 && v != 1)
-      return gpuplan__error(ctx, GPUPLAN_EINVAL, "%s: %lld is not a boolean (0 or 1)", name, (long long)v);
-    store_int(o, d, v);
-    return GPUPLAN_OK;
-  case GPUPLAN_OPTION_REAL:
-    return gpuplan_option_set_real(ctx, o, name, (double)v);
-  case GPUPLAN_OPTION_ENUM: break;
-  }
-  return gpuplan__error(ctx, GPUPLAN_EINVAL, "%s: takes a name, not the number %lld", name, (long long)v);
-}
-
-int gpuplan_option_set_real(gpuplan_ctx *ctx, gpuplan_memory_options *o, const char *name, double v) {
-  const option_desc *d = find(name);
-  if (!o) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "options: NULL");
-  if (!d) return unknown(ctx, name);
-  if (d->type == GPUPLAN_OPTION_REAL) {
-    if (!(v >= 0 && v < 1e16))
-      return gpuplan__error(ctx, GPUPLAN_EINVAL, "%s: %g is not a parameter count in [0, 1e16)", name, v);
-    memcpy((char *)o + d->offset, &v, sizeof v);
-    return GPUPLAN_OK;
-  }
-  if ((d->type == GPUPLAN_OPTION_INT || d->type == GPUPLAN_OPTION_BOOL) && v == (double)(int64_t)v &&
-      v > -9.2e18 && v < 9.2e18)
-    return gpuplan_option_set_int(ctx, o, name, (int64_t)v);
-  return gpuplan__error(ctx, GPUPLAN_EINVAL, "%s: %g is not %s", name, v,
-                        d->type == GPUPLAN_OPTION_ENUM ? "a name" : "an integer");
-}
-
-int gpuplan_option_set_string(gpuplan_ctx *ctx, gpuplan_memory_options *o, const char *name, const char *v) {
-  const option_desc *d = find(name);
-  if (!o || !v) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "options: NULL");
-  if (!d) return unknown(ctx, name);
-  switch (d->type) {
-  case GPUPLAN_OPTION_ENUM: {
-    int r;
-    if (strcmp(d->enum_kind, "workload") == 0) {
-      if (strcmp(v, "train") == 0) r = GPUPLAN_TRAIN;
-      else if (strcmp(v, "infer") == 0) r = GPUPLAN_INFER;
-      else return gpuplan__error(ctx, GPUPLAN_EINVAL, "workload: '%s' is not train or infer", v);
-    } else if ((r = gpuplan_enum_parse(ctx, d->enum_kind, v)) < 0) {
-      /* the message names the enum kind ("dp: ..."); name the option too
-       * (copied first: the message buffer is rewritten) */
-      char why[200];
-      snprintf(why, sizeof why, "%s", ctx ? gpuplan_errmsg(ctx) : "");
-      return gpuplan__error(ctx, GPUPLAN_EINVAL, "%s: %s", name, why);
-    }
-    store_int(o, d, r);
-    return GPUPLAN_OK;
-  }
-  case GPUPLAN_OPTION_BOOL:
-    if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "yes") == 0)
-      return gpuplan_option_set_int(ctx, o, name, 1);
-    if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0 || strcmp(v, "no") == 0)
-      return gpuplan_option_set_int(ctx, o, name, 0);
-    return gpuplan__error(ctx, GPUPLAN_EINVAL, "%s: '%s' is not true or false", name, v);
-  case GPUPLAN_OPTION_INT:
-  case GPUPLAN_OPTION_REAL: {
-    char *end;
-    double x = strtod(v, &end);
-    if (end == v || *end) return gpuplan__error(ctx, GPUPLAN_EINVAL, "%s: '%s' is not a number", name, v);
-    return gpuplan_option_set_real(ctx, o, name, x);
-  }
-  }
-  return unknown(ctx, name);
+void gpuplan_memory_options_init(gpuplan_memory_options *o) {
+  static const gpuplan_memory_options d = GPUPLAN_MEMORY_OPTIONS_INIT;
+  if (o) *o = d;
 }
 
 int gpuplan_parse_size(const char *s, double *params) {

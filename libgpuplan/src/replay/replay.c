@@ -10,10 +10,15 @@
 
 #include "alloc/alloc_int.h"
 #include "replay/pickle.h"
+#include "replay/replay_int.h"
 
 typedef struct rblock {
   uint64_t addr, size, requested;
   int allocated;
+  /* Rebuilt blocks live at the start whose size the file does not fix:
+   * up to `slack` bytes more than rounded request (an unsplit remainder,
+   * R11) may have been theirs. */
+  uint64_t slack;
 } rblock;
 
 typedef struct rseg {
@@ -30,6 +35,9 @@ struct gpuplan_snapshot {
   rseg *segs;  /* final state, sorted by address */
   size_t nsegs;
   gpuplan_alloc_conf conf;
+  gpuplan__snapshot_facts facts;
+  char *recorded_conf; /* facts.recorded_conf's storage */
+  int device;
 };
 
 /* --- small helpers --------------------------------------------------------- */
@@ -150,12 +158,15 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, gpupla
   const gpuplan__pv *segs, *traces, *tr = NULL;
   size_t i, j;
   int64_t dev;
-  if (!root || root->type != GPUPLAN__PV_DICT)
+  int list_format = root && root->type == GPUPLAN__PV_LIST;
+  if (!root || (root->type != GPUPLAN__PV_DICT && !list_format))
     return gpuplan__error(ctx, GPUPLAN_EINVAL,
                           "snapshot: the pickle is not a dict (a torch.cuda.memory._snapshot() "
-                          "has 'segments' and 'device_traces')");
-  segs = gpuplan__pv_get(root, "segments");
-  traces = gpuplan__pv_get(root, "device_traces");
+                          "has 'segments' and 'device_traces') or a list of segments (torch 1.13)");
+  /* torch 1.13 wrote the list of segments alone; 2.x's _memory_viz reads it
+   * as {'segments': data, 'traces': []} (_memory_viz._read). */
+  segs = list_format ? root : gpuplan__pv_get(root, "segments");
+  traces = list_format ? NULL : gpuplan__pv_get(root, "device_traces");
   if (!segs || segs->type != GPUPLAN__PV_LIST)
     return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: no 'segments' list");
   if (traces && traces->type != GPUPLAN__PV_LIST)
@@ -166,6 +177,18 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, gpupla
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: device_traces[%d] is not a list", device);
   }
   conf_from_settings(ctx, gpuplan__pv_get(root, "allocator_settings"), &s->conf);
+  {
+    const gpuplan__pv *set = gpuplan__pv_get(root, "allocator_settings");
+    const char *text = set ? gpuplan__pv_str(gpuplan__pv_get(set, "PYTORCH_CUDA_ALLOC_CONF")) : NULL;
+    s->facts.has_settings = set && set->type == GPUPLAN__PV_DICT;
+    if (text && *text) {
+      if (!(s->recorded_conf = gpuplan__strdup(ctx, text))) return gpuplan__nomem(ctx);
+      s->facts.recorded_conf = s->recorded_conf;
+    }
+    s->facts.format = list_format ? 1 : 2;
+    s->facts.traced_devices = traces ? traces->u.seq.n : 0;
+    s->facts.segments_all = segs->u.seq.n;
+  }
 
   /* Segments of this device. */
   s->segs = gpuplan__calloc(ctx, segs->u.seq.n ? segs->u.seq.n : 1, sizeof *s->segs);
@@ -177,6 +200,11 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, gpupla
     if (d->type != GPUPLAN__PV_DICT)
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu is not a dict", i);
     if (gpuplan__pv_int(gpuplan__pv_get(d, "device"), &dev) == 0 && dev != device) continue;
+    {
+      const gpuplan__pv *x = gpuplan__pv_get(d, "is_expandable");
+      int64_t xv;
+      if (x && gpuplan__pv_int(x, &xv) == 0 && xv) s->facts.expandable_segments++;
+    }
     r = &s->segs[s->nsegs];
     GPUPLAN_TRY(field_u64(ctx, d, "address", "segment", i, &r->addr));
     GPUPLAN_TRY(field_u64(ctx, d, "total_size", "segment", i, &r->size));
@@ -199,8 +227,15 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, gpupla
       if (b->type != GPUPLAN__PV_DICT)
         return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu block %zu is not a dict", i, j);
       GPUPLAN_TRY(field_u64(ctx, b, "size", "block", j, &rb.size));
-      if (gpuplan__pv_get(b, "requested_size"))
+      if (gpuplan__pv_get(b, "requested_size")) {
         GPUPLAN_TRY(field_u64(ctx, b, "requested_size", "block", j, &rb.requested));
+      } else {
+        /* Older files: the request is the first entry of the block's
+         * history ({real_size, frames}), as _memory_viz._block_extra_legacy. */
+        const gpuplan__pv *h = gpuplan__pv_get(b, "history");
+        if (h && h->type == GPUPLAN__PV_LIST && h->u.seq.n)
+          GPUPLAN_TRY(field_u64(ctx, h->u.seq.items[0], "real_size", "block history", j, &rb.requested));
+      }
       rb.addr = at; /* blocks tile the segment in address order */
       state = gpuplan__pv_str(gpuplan__pv_get(b, "state"));
       rb.allocated = state && strcmp(state, "inactive") != 0;
@@ -252,6 +287,7 @@ void gpuplan_snapshot_free(gpuplan_snapshot *s) {
   gpuplan_ctx *ctx;
   if (!s) return;
   ctx = s->ctx;
+  gpuplan__free(ctx, s->recorded_conf);
   segs_free(ctx, s->segs, s->nsegs);
   gpuplan__free(ctx, s->ev);
   gpuplan__free(ctx, s);
@@ -279,6 +315,7 @@ int gpuplan_snapshot_load_buffer(gpuplan_ctx *ctx, const void *buf, size_t len, 
     return gpuplan__nomem(ctx);
   }
   s->ctx = ctx;
+  s->device = device;
   gpuplan__ctx_ref(ctx);
   rc = convert(ctx, root, device, s);
   gpuplan__pickle_free(&p);
@@ -338,6 +375,8 @@ const gpuplan_alloc_event *gpuplan_snapshot_event(const gpuplan_snapshot *s, siz
 }
 size_t gpuplan_snapshot_segment_count(const gpuplan_snapshot *s) { return s ? s->nsegs : 0; }
 const gpuplan_alloc_conf *gpuplan_snapshot_conf(const gpuplan_snapshot *s) { return s ? &s->conf : NULL; }
+
+const gpuplan__snapshot_facts *gpuplan__snapshot_facts_of(const gpuplan_snapshot *s) { return &s->facts; }
 
 /* --- rebuilding the start state (rules section 8) ------------------------- */
 
@@ -409,79 +448,279 @@ static int diverge(gpuplan_replay_result *r, size_t i, const char *fmt, ...) {
   return 1;
 }
 
-/* Merge free block k of s with free neighbours. */
-static void merge_free(rseg *s, size_t k) {
-  if (k + 1 < s->n && !s->b[k + 1].allocated) {
-    s->b[k].size += s->b[k + 1].size;
-    blk_erase(s, k + 1);
+/* Sizes the replay learnt for ambiguous blocks (rblock.slack): the block
+ * at addr is extra bytes longer than its rounded request. */
+#define MAX_LEARNT 64 /* replays a trace may take to learn block sizes */
+
+typedef struct overrides {
+  uint64_t addr[MAX_LEARNT], extra[MAX_LEARNT];
+  uint64_t upto[MAX_LEARNT]; /* the size is known only within [extra, upto] */
+  size_t n;
+} overrides;
+
+static long override_at(const overrides *ov, uint64_t addr) {
+  size_t i;
+  for (i = 0; ov && i < ov->n; i++)
+    if (ov->addr[i] == addr) return (long)i;
+  return -1;
+}
+
+static uint64_t override_of(const overrides *ov, uint64_t addr) {
+  long i = override_at(ov, addr);
+  return i < 0 ? 0 : ov->extra[i];
+}
+
+/* --- the blocks of a segment while rebuilding: a treap by address ---------- */
+
+/* Undoing a trace edits blocks anywhere in a segment: a sorted array would
+ * move its tail on every edit, quadratic in a segment of many blocks
+ * allocated in descending (or random) address order (review M2).  While
+ * rebuilding, each segment's blocks are a treap keyed by address, in one
+ * pool of nodes; the state is flattened back to sorted arrays after. */
+typedef struct tnode {
+  rblock b;
+  uint32_t pri;
+  long l, r;
+} tnode;
+
+typedef struct tpool {
+  gpuplan_ctx *ctx;
+  tnode *v;
+  size_t n, cap;
+  long freed; /* free list through .l */
+  uint32_t seed;
+  long *root; /* per segment of the state, parallel to st->v */
+  size_t *count;
+  size_t nroots, caproots;
+} tpool;
+
+static long t_new(tpool *t, const rblock *b) {
+  long k;
+  if (t->freed >= 0) {
+    k = t->freed;
+    t->freed = t->v[k].l;
+  } else {
+    if (t->n == t->cap) {
+      size_t ncap = t->cap ? t->cap * 2 : 1024;
+      tnode *nv = gpuplan__realloc(t->ctx, t->v, ncap * sizeof *nv);
+      if (!nv) return -1;
+      t->v = nv;
+      t->cap = ncap;
+    }
+    k = (long)t->n++;
   }
-  if (k > 0 && !s->b[k - 1].allocated) {
-    s->b[k - 1].size += s->b[k].size;
-    blk_erase(s, k);
+  t->seed ^= t->seed << 13;
+  t->seed ^= t->seed >> 17;
+  t->seed ^= t->seed << 5;
+  t->v[k].b = *b;
+  t->v[k].pri = t->seed;
+  t->v[k].l = t->v[k].r = -1;
+  return k;
+}
+
+static void t_split(tpool *t, long x, uint64_t key, long *a, long *b) {
+  /* a: keys < key, b: keys >= key */
+  if (x < 0) {
+    *a = *b = -1;
+  } else if (t->v[x].b.addr < key) {
+    t_split(t, t->v[x].r, key, &t->v[x].r, b);
+    *a = x;
+  } else {
+    t_split(t, t->v[x].l, key, a, &t->v[x].l);
+    *b = x;
   }
 }
 
+static long t_merge(tpool *t, long a, long b) {
+  if (a < 0) return b;
+  if (b < 0) return a;
+  if (t->v[a].pri > t->v[b].pri) {
+    t->v[a].r = t_merge(t, t->v[a].r, b);
+    return a;
+  }
+  t->v[b].l = t_merge(t, a, t->v[b].l);
+  return b;
+}
+
+/* The node with the largest address <= key, or -1. */
+static long t_le(const tpool *t, long x, uint64_t key) {
+  long best = -1;
+  while (x >= 0) {
+    if (t->v[x].b.addr <= key) {
+      best = x;
+      x = t->v[x].r;
+    } else {
+      x = t->v[x].l;
+    }
+  }
+  return best;
+}
+
+static long t_eq(const tpool *t, long root, uint64_t key) {
+  long x = t_le(t, root, key);
+  return x >= 0 && t->v[x].b.addr == key ? x : -1;
+}
+
+static int t_insert(tpool *t, size_t seg, const rblock *b) {
+  long k = t_new(t, b), l, r;
+  if (k < 0) return gpuplan__nomem(t->ctx);
+  t_split(t, t->root[seg], b->addr, &l, &r);
+  t->root[seg] = t_merge(t, t_merge(t, l, k), r);
+  t->count[seg]++;
+  return GPUPLAN_OK;
+}
+
+static void t_erase(tpool *t, size_t seg, uint64_t key) {
+  long l, m, r;
+  t_split(t, t->root[seg], key, &l, &m);
+  t_split(t, m, key + 1, &m, &r);
+  if (m >= 0) {
+    t->v[m].l = t->freed;
+    t->freed = m;
+    t->count[seg]--;
+  }
+  t->root[seg] = t_merge(t, l, r);
+}
+
+/* In-order into a segment's array (which has room for count blocks). */
+static void t_flatten(const tpool *t, long x, rseg *g) {
+  while (x >= 0) {
+    t_flatten(t, t->v[x].l, g);
+    g->b[g->n++] = t->v[x].b;
+    x = t->v[x].r;
+  }
+}
+
+/* Room for one more segment's root, at index at (segments shift right). */
+static int t_add_root(tpool *t, size_t at) {
+  if (t->nroots == t->caproots) {
+    size_t ncap = t->caproots * 2 + 16;
+    long *nr = gpuplan__realloc(t->ctx, t->root, ncap * sizeof *nr);
+    size_t *nc;
+    if (!nr) return gpuplan__nomem(t->ctx);
+    t->root = nr;
+    nc = gpuplan__realloc(t->ctx, t->count, ncap * sizeof *nc);
+    if (!nc) return gpuplan__nomem(t->ctx);
+    t->count = nc;
+    t->caproots = ncap;
+  }
+  memmove(t->root + at + 1, t->root + at, (t->nroots - at) * sizeof *t->root);
+  memmove(t->count + at + 1, t->count + at, (t->nroots - at) * sizeof *t->count);
+  t->root[at] = -1;
+  t->count[at] = 0;
+  t->nroots++;
+  return GPUPLAN_OK;
+}
+
+static void t_drop_root(tpool *t, size_t at) {
+  memmove(t->root + at, t->root + at + 1, (t->nroots - at - 1) * sizeof *t->root);
+  memmove(t->count + at, t->count + at + 1, (t->nroots - at - 1) * sizeof *t->count);
+  t->nroots--;
+}
+
 /* Undo the trace from the end; on success *st is the state at its start.
- * Returns GPUPLAN_OK with r->diverged_at set when the file is inconsistent. */
-static int rebuild(gpuplan_ctx *ctx, const gpuplan_snapshot *s, state *st,
-                   gpuplan_replay_result *r) {
+ * Returns GPUPLAN_OK with r->diverged_at set when the file is inconsistent.
+ *
+ * Undoing a free_completed gives back a block of the rounded request,
+ * carved from the free range it merged into.  Its size is then a choice:
+ * a large-pool block is handed out whole when at most 1 MiB would be left
+ * (R11; under max_split_size, an oversize one when less than
+ * max_non_split_rounding would), so it may have been that much longer.
+ * The choice is marked (slack); a free fragment the trace later shows
+ * right after such a block, too small to be a free large block on its own
+ * (<= 1 MiB), was its remainder and goes back to it. */
+static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_replay_result *r,
+                        const overrides *ov) {
   size_t i = s->nev;
+  gpuplan_ctx *ctx = t->ctx;
   while (i-- > 0) {
     const gpuplan_alloc_event *e = &s->ev[i];
-    long si, bi;
+    long si, x, nx, px;
     rseg *g;
     switch (e->action) {
     case GPUPLAN_ACT_ALLOC:
       si = pseg_find(st->v, st->n, e->addr);
       if (si < 0) return diverge(r, i, "rebuilding: alloc at 0x%llx lies in no segment", (unsigned long long)e->addr), GPUPLAN_OK;
       g = st->v[si];
-      bi = blk_find(g, e->addr);
-      if (bi < 0 || g->b[bi].addr != e->addr || !g->b[bi].allocated)
+      x = t_eq(t, t->root[si], e->addr);
+      if (x < 0 || !t->v[x].b.allocated)
         return diverge(r, i, "rebuilding: alloc at 0x%llx is not an allocated block at the end", (unsigned long long)e->addr), GPUPLAN_OK;
-      g->b[bi].allocated = 0;
-      merge_free(g, (size_t)bi);
+      /* free it, merged with free neighbours */
+      t->v[x].b.allocated = 0;
+      t->v[x].b.slack = 0;
+      nx = t_eq(t, t->root[si], t->v[x].b.addr + t->v[x].b.size);
+      if (nx >= 0 && !t->v[nx].b.allocated) {
+        t->v[x].b.size += t->v[nx].b.size;
+        t_erase(t, (size_t)si, t->v[nx].b.addr);
+      }
+      px = t->v[x].b.addr > g->addr ? t_le(t, t->root[si], t->v[x].b.addr - 1) : -1;
+      if (px >= 0 && !t->v[px].b.allocated) {
+        t->v[px].b.size += t->v[x].b.size;
+        t_erase(t, (size_t)si, t->v[x].b.addr);
+      }
       break;
     case GPUPLAN_ACT_FREE_COMPLETED: {
       uint64_t rsz = gpuplan__round_size(&s->conf, e->size), end, tail;
-      rblock mid;
+      rblock mid, f;
       si = pseg_find(st->v, st->n, e->addr);
       if (si < 0) return diverge(r, i, "rebuilding: free at 0x%llx lies in no segment", (unsigned long long)e->addr), GPUPLAN_OK;
       g = st->v[si];
-      bi = blk_find(g, e->addr);
-      if (bi < 0 || g->b[bi].allocated || e->addr + rsz > g->b[bi].addr + g->b[bi].size)
+      x = t_le(t, t->root[si], e->addr);
+      if (x < 0 || t->v[x].b.allocated || e->addr + rsz > t->v[x].b.addr + t->v[x].b.size)
         return diverge(r, i, "rebuilding: free of %llu bytes at 0x%llx does not fit a free block", (unsigned long long)e->size, (unsigned long long)e->addr), GPUPLAN_OK;
-      end = g->b[bi].addr + g->b[bi].size;
+      f = t->v[x].b;
+      end = f.addr + f.size;
       tail = end - e->addr - rsz;
-      if (g->small ? tail < KMIN_BLOCK : tail <= KSMALL_SIZE) rsz += tail, tail = 0;
+      {
+        uint64_t extra = override_of(ov, e->addr);
+        if (extra && extra < tail) rsz += extra, tail -= extra;
+      }
+      memset(&mid, 0, sizeof mid);
+      if (g->small ? tail < KMIN_BLOCK : tail <= KSMALL_SIZE) {
+        rsz += tail, tail = 0;
+      } else if (!g->small) {
+        int oversize = s->conf.max_split_size != UINT64_MAX && rsz >= s->conf.max_split_size;
+        mid.slack = oversize ? s->conf.max_non_split_rounding : KSMALL_SIZE;
+      }
       mid.addr = e->addr;
       mid.size = rsz;
       mid.requested = e->size;
       mid.allocated = 1;
-      if (g->b[bi].addr < e->addr) {
-        g->b[bi].size = e->addr - g->b[bi].addr;
-        bi++;
-        GPUPLAN_TRY(blk_push(ctx, g, (size_t)bi, mid));
+      if (f.addr < e->addr) {
+        uint64_t lead = e->addr - f.addr;
+        px = f.addr > g->addr ? t_le(t, t->root[si], f.addr - 1) : -1;
+        if (!g->small && lead <= KSMALL_SIZE && px >= 0 && t->v[px].b.allocated && t->v[px].b.slack >= lead) {
+          /* The fragment before this block was the remainder of the
+           * ambiguous block before it (a free large block is > 1 MiB). */
+          t->v[px].b.size += lead;
+          t->v[px].b.slack = 0;
+          t_erase(t, (size_t)si, f.addr);
+        } else {
+          t->v[x].b.size = lead;
+        }
+        GPUPLAN_TRY(t_insert(t, (size_t)si, &mid));
       } else {
-        g->b[bi] = mid;
+        t->v[x].b = mid;
       }
       if (tail) {
-        rblock t;
-        t.addr = e->addr + rsz;
-        t.size = tail;
-        t.requested = 0;
-        t.allocated = 0;
-        GPUPLAN_TRY(blk_push(ctx, g, (size_t)bi + 1, t));
+        rblock tb;
+        memset(&tb, 0, sizeof tb);
+        tb.addr = e->addr + rsz;
+        tb.size = tail;
+        GPUPLAN_TRY(t_insert(t, (size_t)si, &tb));
       }
       break;
     }
     case GPUPLAN_ACT_SEGMENT_ALLOC:
       si = pseg_find(st->v, st->n, e->addr);
-      if (si < 0 || st->v[si]->addr != e->addr || st->v[si]->n != 1 || st->v[si]->b[0].allocated)
+      if (si < 0 || st->v[si]->addr != e->addr || t->count[si] != 1 || t->v[t->root[si]].b.allocated)
         return diverge(r, i, "rebuilding: segment_alloc at 0x%llx is not a whole free segment", (unsigned long long)e->addr), GPUPLAN_OK;
+      t_erase(t, (size_t)si, e->addr);
       gpuplan__free(ctx, st->v[si]->b);
       gpuplan__free(ctx, st->v[si]);
       memmove(st->v + si, st->v + si + 1, (st->n - (size_t)si - 1) * sizeof *st->v);
       st->n--;
+      t_drop_root(t, (size_t)si);
       break;
     case GPUPLAN_ACT_SEGMENT_FREE: {
       rseg *ns;
@@ -497,27 +736,27 @@ static int rebuild(gpuplan_ctx *ctx, const gpuplan_snapshot *s, state *st,
         st->cap = ncap;
       }
       while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (st->v[mid]->addr < e->addr) lo = mid + 1;
-        else hi = mid;
+        size_t m = lo + (hi - lo) / 2;
+        if (st->v[m]->addr < e->addr) lo = m + 1;
+        else hi = m;
       }
+      GPUPLAN_TRY(t_add_root(t, lo));
       ns = gpuplan__calloc(ctx, 1, sizeof *ns);
-      if (!ns) return gpuplan__nomem(ctx);
+      if (!ns) {
+        t_drop_root(t, lo);
+        return gpuplan__nomem(ctx);
+      }
       ns->addr = e->addr;
       ns->size = e->size;
       ns->stream = e->stream;
       ns->small = e->size == KSMALL_BUFFER;
-      b.addr = e->addr;
-      b.size = e->size;
-      b.requested = 0;
-      b.allocated = 0;
-      if (blk_push(ctx, ns, 0, b) != GPUPLAN_OK) {
-        gpuplan__free(ctx, ns);
-        return GPUPLAN_ENOMEM;
-      }
       memmove(st->v + lo + 1, st->v + lo, (st->n - lo) * sizeof *st->v);
       st->v[lo] = ns;
       st->n++;
+      memset(&b, 0, sizeof b);
+      b.addr = e->addr;
+      b.size = e->size;
+      GPUPLAN_TRY(t_insert(t, lo, &b));
       break;
     }
     default:
@@ -525,6 +764,44 @@ static int rebuild(gpuplan_ctx *ctx, const gpuplan_snapshot *s, state *st,
     }
   }
   return GPUPLAN_OK;
+}
+
+static int rebuild(gpuplan_ctx *ctx, const gpuplan_snapshot *s, state *st, gpuplan_replay_result *r,
+                   const overrides *ov) {
+  tpool t;
+  size_t i, j;
+  int rc = GPUPLAN_OK, rc2 = GPUPLAN_OK;
+  memset(&t, 0, sizeof t);
+  t.ctx = ctx;
+  t.freed = -1;
+  t.seed = 2463534242u;
+  for (i = 0; i < st->n && !rc; i++) {
+    rc = t_add_root(&t, i);
+    for (j = 0; j < st->v[i]->n && !rc; j++) rc = t_insert(&t, i, &st->v[i]->b[j]);
+  }
+  if (rc == GPUPLAN_OK) rc = rebuild_tree(s, st, &t, r, ov);
+  /* Back to arrays, whatever happened, so that the state can be freed. */
+  for (i = 0; i < st->n; i++) {
+    rseg *g = st->v[i];
+    size_t n = i < t.nroots ? t.count[i] : 0;
+    if (i >= t.nroots) break; /* a failed copy: those segments are untouched */
+    if (n > g->cap) {
+      rblock *nb = gpuplan__realloc(ctx, g->b, n * sizeof *nb);
+      if (!nb) {
+        rc2 = gpuplan__nomem(ctx);
+        g->n = 0;
+        continue;
+      }
+      g->b = nb;
+      g->cap = n;
+    }
+    g->n = 0;
+    t_flatten(&t, t.root[i], g);
+  }
+  gpuplan__free(ctx, t.v);
+  gpuplan__free(ctx, t.root);
+  gpuplan__free(ctx, t.count);
+  return rc ? rc : rc2;
 }
 
 /* Install a state into a fresh allocator. */
@@ -661,6 +938,55 @@ static uint64_t amap_take(amap *m, uint64_t k) {
 
 /* --- replay ------------------------------------------------------------------- */
 
+void gpuplan__replay_ext_init(gpuplan__replay_ext *x) {
+  memset(x, 0, sizeof *x);
+  x->layout = GPUPLAN_TORCH_LATEST;
+  x->unchecked_from = x->unchecked_to = SIZE_MAX;
+}
+
+void gpuplan__replay_ext_dispose(gpuplan_ctx *ctx, gpuplan__replay_ext *x) {
+  gpuplan__free(ctx, x->summary_text);
+  gpuplan__free(ctx, x->tl_allocated);
+  gpuplan__free(ctx, x->tl_reserved);
+  x->summary_text = NULL;
+  x->tl_allocated = x->tl_reserved = NULL;
+  x->tl_n = x->tl_cap = 0;
+}
+
+static void warn(gpuplan__replay_ext *x, const char *fmt, ...) GPUPLAN_PRINTF(2, 3);
+static void warn(gpuplan__replay_ext *x, const char *fmt, ...) {
+  va_list ap;
+  if (x->nwarn == GPUPLAN__REPLAY_MAX_WARN) return;
+  va_start(ap, fmt);
+  vsnprintf(x->warn[x->nwarn++], sizeof x->warn[0], fmt, ap);
+  va_end(ap);
+}
+
+/* Memory after a trace event, for the timeline. */
+static int tl_push(gpuplan_ctx *ctx, gpuplan__replay_ext *x, const gpuplan_cachealloc *a) {
+  if (!x->timeline) return GPUPLAN_OK;
+  if (x->tl_n == x->tl_cap) {
+    size_t cap = x->tl_cap ? x->tl_cap * 2 : 4096;
+    int64_t *na = gpuplan__realloc(ctx, x->tl_allocated, cap * sizeof *na), *nr;
+    if (!na) return gpuplan__nomem(ctx);
+    x->tl_allocated = na;
+    nr = gpuplan__realloc(ctx, x->tl_reserved, cap * sizeof *nr);
+    if (!nr) return gpuplan__nomem(ctx);
+    x->tl_reserved = nr;
+    x->tl_cap = cap;
+  }
+  x->tl_allocated[x->tl_n] = a->st.allocated_bytes[GPUPLAN_POOL_ALL].current;
+  x->tl_reserved[x->tl_n] = a->st.reserved_bytes[GPUPLAN_POOL_ALL].current;
+  x->tl_n++;
+  return GPUPLAN_OK;
+}
+
+/* memory_summary() of the allocator as the replay leaves it. */
+static int summarize(const gpuplan_snapshot *s, gpuplan_cachealloc *a, gpuplan__replay_ext *x) {
+  if (!x->summary) return GPUPLAN_OK;
+  return gpuplan__alloc_summary(a, s->device, x->abbreviated, x->layout, &x->summary_text);
+}
+
 static void track_peak(gpuplan_cachealloc *a, gpuplan_replay_result *r) {
   const gpuplan_alloc_stats *st = gpuplan_cachealloc_stats(a);
   uint64_t res = (uint64_t)st->reserved_bytes[0].current;
@@ -708,12 +1034,14 @@ static void compare_final(gpuplan_cachealloc *a, const gpuplan_snapshot *s, gpup
 }
 
 static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *st,
-                     const gpuplan_replay_options *o, gpuplan_replay_result *r) {
+                     const gpuplan_replay_options *o, gpuplan_replay_result *r, gpuplan__replay_ext *x) {
   rdev d;
   gpuplan_device_ops ops;
   gpuplan_cachealloc *a = NULL;
+  amap requested; /* addresses freed by free_requested, awaiting free_completed */
   size_t i;
   int rc;
+  memset(&requested, 0, sizeof requested);
   memset(&d, 0, sizeof d);
   ops.malloc = rdev_malloc;
   ops.free = rdev_free;
@@ -782,6 +1110,7 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
       } else if (addr != e->addr) {
         diverge(r, i, "alloc of %llu bytes: the model placed it at 0x%llx, the trace at 0x%llx",
                 (unsigned long long)e->size, (unsigned long long)addr, (unsigned long long)e->addr);
+        x->div_model_addr = addr;
       } else {
         r->allocs++;
       }
@@ -796,11 +1125,27 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
       }
       if (gpuplan_cachealloc_release(a, e->addr) != GPUPLAN_OK)
         diverge(r, i, "free of 0x%llx: not an allocated block in the model", (unsigned long long)e->addr);
+      else if ((rc = amap_put(ctx, &requested, e->addr, 1)))
+        goto out;
+      break;
+    case GPUPLAN_ACT_FREE_COMPLETED:
+      /* The model frees at free_requested.  A free_completed without one
+       * ends a free the ring buffer began before the trace: the block was
+       * live at the start (the rebuild made it so) and is released now. */
+      if (amap_take(&requested, e->addr)) break;
+      if (d.n) {
+        gpuplan_cachealloc_empty_cache(a);
+        CHECK_CONSUMED(i);
+        if (r->diverged_at != SIZE_MAX) break;
+      }
+      if (gpuplan_cachealloc_release(a, e->addr) != GPUPLAN_OK)
+        diverge(r, i, "free_completed of 0x%llx: not an allocated block in the model", (unsigned long long)e->addr);
       break;
     default:
       break;
     }
     track_peak(a, r);
+    if ((rc = tl_push(ctx, x, a))) goto out;
   }
   if (r->diverged_at == SIZE_MAX && d.n) {
     gpuplan_cachealloc_empty_cache(a);
@@ -814,9 +1159,12 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
   r->final_reserved = (uint64_t)a->st.reserved_bytes[0].current;
   r->num_alloc_retries = a->st.num_alloc_retries;
   r->num_ooms = a->st.num_ooms;
+  rc = summarize(s, a, x);
 out:
   gpuplan_cachealloc_free(a); /* returns the segments through rdev_free: ignore that */
   gpuplan__free(ctx, d.pend);
+  gpuplan__free(ctx, requested.k);
+  gpuplan__free(ctx, requested.v);
   return rc;
 }
 
@@ -825,14 +1173,15 @@ out:
  * With the file's own settings and no capacity limit this reproduces the
  * exact replay's figures. */
 static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *st,
-                      const gpuplan_replay_options *o, gpuplan_replay_result *r) {
+                      const gpuplan_replay_options *o, gpuplan_replay_result *r, gpuplan__replay_ext *x) {
   gpuplan_alloc_conf conf;
   gpuplan_cachealloc *a = NULL;
-  amap m;
+  amap m, requested;
   size_t i;
   uint64_t top = 0, capacity = o->capacity ? o->capacity : (1ull << 56);
   int rc;
   memset(&m, 0, sizeof m);
+  memset(&requested, 0, sizeof requested);
   if (o->alloc_conf) rc = gpuplan_alloc_conf_parse(ctx, o->alloc_conf, o->torch, &conf);
   else conf = s->conf, rc = GPUPLAN_OK;
   if (rc) return rc;
@@ -850,10 +1199,17 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
   r->start_reserved = (uint64_t)a->st.reserved_bytes[0].current;
   if (r->start_reserved > capacity) {
     /* Cached segments would have been released when memory ran short. */
+    char A[32], C[32], F[32];
     gpuplan_cachealloc_empty_cache(a);
     a->mock.reserved = (uint64_t)a->st.reserved_bytes[0].current;
+    gpuplan_format_size(r->start_reserved, A, sizeof A);
+    gpuplan_format_size(capacity, C, sizeof C);
+    gpuplan_format_size(r->start_reserved - a->mock.reserved, F, sizeof F);
+    warn(x, "the %s reserved when the trace starts do not fit the device's %s: the %s of whole free "
+            "(cached) segments among them were released first, as PyTorch's OOM retry releases them; "
+            "the peaks are over the rest",
+         A, C, F);
     if (a->mock.reserved > capacity) {
-      char A[32], C[32];
       gpuplan_format_size(a->mock.reserved, A, sizeof A);
       gpuplan_format_size(capacity, C, sizeof C);
       r->oom_event = 0;
@@ -893,14 +1249,20 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
       }
       break;
     case GPUPLAN_ACT_FREE_REQUESTED:
+    case GPUPLAN_ACT_FREE_COMPLETED:
+      /* As in the exact replay: a free_completed without its
+       * free_requested releases a block live at the start. */
+      if (e->action == GPUPLAN_ACT_FREE_COMPLETED && amap_take(&requested, e->addr)) break;
       addr = amap_take(&m, e->addr);
       /* Blocks live at the start keep their recorded addresses. */
       gpuplan_cachealloc_release(a, addr ? addr : e->addr);
+      if (e->action == GPUPLAN_ACT_FREE_REQUESTED && (rc = amap_put(ctx, &requested, e->addr, 1))) goto out;
       break;
     default:
       break;
     }
     track_peak(a, r);
+    if ((rc = tl_push(ctx, x, a))) goto out;
   }
   r->exact = 0;
   r->peak_allocated = (uint64_t)a->st.allocated_bytes[0].peak;
@@ -909,46 +1271,290 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
   r->segment_allocs = (size_t)a->st.num_device_alloc;
   r->num_alloc_retries = a->st.num_alloc_retries;
   r->num_ooms = a->st.num_ooms;
+  rc = summarize(s, a, x);
 out:
   gpuplan__free(ctx, m.k);
   gpuplan__free(ctx, m.v);
+  gpuplan__free(ctx, requested.k);
+  gpuplan__free(ctx, requested.v);
   gpuplan_cachealloc_free(a);
+  return rc;
+}
+
+/* --- start states the file does not determine (AL-1) ------------------------ */
+
+/* The trace was recorded with expandable segments (R26-R30). */
+static int recorded_expandable(const gpuplan_snapshot *s) {
+  size_t i;
+  if (s->conf.expandable_segments) return 1;
+  for (i = 0; i < s->nev; i++)
+    if (s->ev[i].action == GPUPLAN_ACT_SEGMENT_MAP || s->ev[i].action == GPUPLAN_ACT_SEGMENT_UNMAP) return 1;
+  return 0;
+}
+
+/* The ambiguous blocks of a rebuilt start: count, and whether one lies in
+ * a segment holding addr or addr2 (addr 0: any). */
+static size_t slack_blocks(const state *st, uint64_t addr, uint64_t addr2, int *in_segment) {
+  size_t i, j, n = 0;
+  long si = addr ? pseg_find(st->v, st->n, addr) : -1, si2 = addr2 ? pseg_find(st->v, st->n, addr2) : -1;
+  *in_segment = 0;
+  for (i = 0; i < st->n; i++)
+    for (j = 0; j < st->v[i]->n; j++)
+      if (st->v[i]->b[j].allocated && st->v[i]->b[j].slack) {
+        n++;
+        if (!addr || (long)i == si || (long)i == si2) *in_segment = 1;
+      }
+  return n;
+}
+
+/* The free block of a start state holding addr (at its start when
+ * at_start) right after an ambiguous block whose size is not yet known
+ * exactly, or NULL.  *k_out: the block's override, or -1. */
+static const rblock *after_slack(const state *st, const overrides *ov, uint64_t addr, int at_start,
+                                 const rseg **g_out, long *bi_out, long *k_out) {
+  long si = pseg_find(st->v, st->n, addr), bi, k;
+  const rseg *g;
+  if (si < 0) return NULL;
+  g = st->v[si];
+  if ((bi = blk_find(g, addr)) <= 0 || g->b[bi].allocated || !g->b[bi - 1].allocated || !g->b[bi - 1].slack ||
+      (at_start && g->b[bi].addr != addr))
+    return NULL;
+  k = override_at(ov, g->b[bi - 1].addr);
+  if (k >= 0 && ov->upto[k] == ov->extra[k]) return NULL; /* known */
+  *g_out = g;
+  *bi_out = bi;
+  *k_out = k;
+  return &g->b[bi];
+}
+
+/* Learn an ambiguous block's size from the allocation that diverged; 1
+ * when something was learnt.  Two things give it away:
+ *  - the trace placed the allocation inside the free range that follows
+ *    the block, within its slack: the block ended there;
+ *  - the model placed it at the start of that range and the trace
+ *    elsewhere: the range was too small for it, so the block was longer
+ *    by more than the range's excess (known from then on only as a range,
+ *    which the report says). */
+static int learn(const gpuplan_snapshot *s, const state *st, const gpuplan_replay_result *r,
+                 const gpuplan__replay_ext *x, overrides *ov) {
+  const gpuplan_alloc_event *e;
+  const rblock *f;
+  const rseg *g;
+  long bi, k;
+  uint64_t need, lo, hi, now;
+  if (r->diverged_at >= s->nev) return 0;
+  e = &s->ev[r->diverged_at];
+  if (e->action != GPUPLAN_ACT_ALLOC) return 0;
+  if ((f = after_slack(st, ov, e->addr, 0, &g, &bi, &k)) != NULL) {
+    now = k >= 0 ? ov->extra[k] : 0;
+    lo = hi = now + (e->addr - f->addr);
+  } else if (x->div_model_addr && (f = after_slack(st, ov, x->div_model_addr, 1, &g, &bi, &k)) != NULL) {
+    need = gpuplan__round_size(&s->conf, e->size);
+    if (f->size < need) return 0;
+    now = k >= 0 ? ov->extra[k] : 0;
+    lo = now + f->size - need + KMIN_BLOCK;
+    hi = k >= 0 ? ov->upto[k] : now + (g->b[bi - 1].slack < f->size ? g->b[bi - 1].slack : f->size);
+  } else {
+    return 0;
+  }
+  if (lo <= now || lo > hi || lo > (k >= 0 ? ov->upto[k] : g->b[bi - 1].slack)) return 0;
+  if (k < 0) {
+    if (ov->n == MAX_LEARNT) return 0;
+    k = (long)ov->n++;
+    ov->addr[k] = g->b[bi - 1].addr;
+  }
+  ov->extra[k] = lo;
+  ov->upto[k] = hi;
+  return 1;
+}
+
+/* Memory as the trace itself records it, from a start state: reserved
+ * from its cudaMalloc/cudaFree (and maps), allocated from its allocations
+ * (rounded requests) and frees. */
+static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *st, gpuplan_replay_result *r) {
+  amap live, requested;
+  size_t i, j;
+  int64_t alloc = 0, res = 0;
+  int rc = GPUPLAN_OK;
+  memset(&live, 0, sizeof live);
+  memset(&requested, 0, sizeof requested);
+  for (i = 0; i < st->n && !rc; i++) {
+    res += (int64_t)st->v[i]->size;
+    for (j = 0; j < st->v[i]->n && !rc; j++)
+      if (st->v[i]->b[j].allocated) {
+        alloc += (int64_t)st->v[i]->b[j].size;
+        rc = amap_put(ctx, &live, st->v[i]->b[j].addr, st->v[i]->b[j].size);
+      }
+  }
+  r->peak_allocated = (uint64_t)alloc;
+  r->peak_reserved = (uint64_t)res;
+  r->allocated_at_peak_reserved = (uint64_t)alloc;
+  for (i = 0; i < s->nev && !rc; i++) {
+    const gpuplan_alloc_event *e = &s->ev[i];
+    uint64_t sz;
+    switch (e->action) {
+    case GPUPLAN_ACT_ALLOC:
+      sz = gpuplan__round_size(&s->conf, e->size);
+      alloc += (int64_t)sz;
+      rc = amap_put(ctx, &live, e->addr, sz);
+      break;
+    case GPUPLAN_ACT_FREE_REQUESTED:
+      alloc -= (int64_t)amap_take(&live, e->addr);
+      rc = amap_put(ctx, &requested, e->addr, 1);
+      break;
+    case GPUPLAN_ACT_FREE_COMPLETED:
+      if (!amap_take(&requested, e->addr)) alloc -= (int64_t)amap_take(&live, e->addr);
+      break;
+    case GPUPLAN_ACT_SEGMENT_ALLOC:
+    case GPUPLAN_ACT_SEGMENT_MAP: res += (int64_t)e->size; break;
+    case GPUPLAN_ACT_SEGMENT_FREE:
+    case GPUPLAN_ACT_SEGMENT_UNMAP: res -= (int64_t)e->size; break;
+    default: break;
+    }
+    if (alloc > (int64_t)r->peak_allocated) r->peak_allocated = (uint64_t)alloc;
+    if (res > (int64_t)r->peak_reserved) {
+      r->peak_reserved = (uint64_t)res;
+      r->allocated_at_peak_reserved = (uint64_t)alloc;
+    }
+  }
+  r->final_allocated = (uint64_t)alloc;
+  r->final_reserved = (uint64_t)res;
+  gpuplan__free(ctx, live.k);
+  gpuplan__free(ctx, live.v);
+  gpuplan__free(ctx, requested.k);
+  gpuplan__free(ctx, requested.v);
   return rc;
 }
 
 int gpuplan_snapshot_replay(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
                             const gpuplan_replay_options *options, gpuplan_replay_result *r) {
+  gpuplan__replay_ext x;
+  int rc;
+  gpuplan__replay_ext_init(&x);
+  rc = gpuplan__snapshot_replay_ext(ctx, s, options, r, &x);
+  if (ctx) gpuplan__replay_ext_dispose(ctx, &x);
+  return rc;
+}
+
+int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
+                                 const gpuplan_replay_options *options, gpuplan_replay_result *r,
+                                 gpuplan__replay_ext *x) {
   gpuplan_replay_options defaults = GPUPLAN_REPLAY_OPTIONS_INIT;
   const gpuplan_replay_options *o = options ? options : &defaults;
+  gpuplan__replay_ext local;
   state st;
   int rc;
   if (!ctx) return GPUPLAN_EMISUSE;
+  if (!x) {
+    /* Nothing asked for: the extras cost nothing and are dropped. */
+    gpuplan__replay_ext_init(&local);
+    x = &local;
+  }
   if (!s || !r) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "replay: NULL argument");
   if (o->version != GPUPLAN_REPLAY_OPTIONS_VERSION)
     return gpuplan__error(ctx, GPUPLAN_EINVAL, "replay: options.version %u is unknown", o->version);
   memset(r, 0, sizeof *r);
   r->diverged_at = SIZE_MAX;
   r->oom_event = SIZE_MAX;
-  if (!o->alloc_conf && !o->capacity) {
-    size_t i;
-    int mapped = s->conf.expandable_segments;
-    for (i = 0; i < s->nev && !mapped; i++)
-      mapped = s->ev[i].action == GPUPLAN_ACT_SEGMENT_MAP || s->ev[i].action == GPUPLAN_ACT_SEGMENT_UNMAP;
-    if (mapped)
-      return gpuplan__error(ctx, GPUPLAN_EUNSUPPORTED,
-                            "replay: the trace was recorded with expandable_segments; the exact check "
-                            "supports the native segments only (a what-if replay, with --alloc-conf or "
-                            "--gpu, works)");
-  }
-  memset(&st, 0, sizeof st);
-  rc = state_copy(ctx, s, &st);
-  if (rc == GPUPLAN_OK) rc = rebuild(ctx, s, &st, r);
-  if (rc == GPUPLAN_OK && r->diverged_at != SIZE_MAX) {
-    /* The file contradicts itself; nothing to replay. */
-    r->exact = 0;
-  } else if (rc == GPUPLAN_OK) {
-    r->rebuilt_start = st.n > 0; /* the allocator was not empty when the trace began */
-    rc = o->alloc_conf || o->capacity ? run_whatif(ctx, s, &st, o, r) : run_exact(ctx, s, &st, o, r);
+  if (!o->alloc_conf && !o->capacity && recorded_expandable(s))
+    return gpuplan__error(ctx, GPUPLAN_EUNSUPPORTED,
+                          "replay: the trace was recorded with expandable_segments; the exact check "
+                          "supports the native segments only (a what-if replay, with --alloc-conf or "
+                          "--gpu, works)");
+  {
+    overrides ov;
+    int whatif = o->alloc_conf || o->capacity;
+    /* A what-if starts from the state the exact replay settles on: learn
+     * the ambiguous blocks' sizes with exact replays first (not when the
+     * trace was recorded with expandable segments: no exact replay). */
+    int learning = whatif && !recorded_expandable(s);
+    gpuplan_replay_options quiet = GPUPLAN_REPLAY_OPTIONS_INIT;
+    gpuplan__replay_ext scratch;
+    gpuplan__replay_ext_init(&scratch);
+    memset(&ov, 0, sizeof ov);
+    for (;;) {
+      int learnt;
+      memset(&st, 0, sizeof st);
+      rc = state_copy(ctx, s, &st);
+      if (rc == GPUPLAN_OK) rc = rebuild(ctx, s, &st, r, &ov);
+      if (rc == GPUPLAN_OK && r->diverged_at != SIZE_MAX) {
+        /* The file contradicts itself; nothing to replay. */
+        r->exact = 0;
+        break;
+      }
+      if (rc) break;
+      /* The allocator was not empty when the trace began. */
+      r->rebuilt_start = st.n > 0 && s->nev > 0;
+      if (learning) {
+        rc = run_exact(ctx, s, &st, &quiet, r, &scratch);
+        learnt = rc == GPUPLAN_OK && r->diverged_at != SIZE_MAX && learn(s, &st, r, &scratch, &ov);
+        if (!learnt) learning = 0; /* what there is to learn is learnt: now the what-if */
+        gpuplan__replay_ext_dispose(ctx, &scratch);
+        gpuplan__replay_ext_init(&scratch);
+        if (rc) break;
+      } else {
+        rc = whatif ? run_whatif(ctx, s, &st, o, r, x) : run_exact(ctx, s, &st, o, r, x);
+        if (rc || whatif || r->diverged_at == SIZE_MAX || !learn(s, &st, r, x, &ov)) break;
+        /* A block's size learnt from the trace: rebuild and replay again. */
+        gpuplan__replay_ext_dispose(ctx, x);
+        x->nwarn = 0;
+        x->div_model_addr = 0;
+      }
+      state_free(ctx, &st);
+      memset(r, 0, sizeof *r);
+      r->diverged_at = SIZE_MAX;
+      r->oom_event = SIZE_MAX;
+    }
+    if (rc == GPUPLAN_OK) {
+      size_t k, loose = 0;
+      uint64_t low = 0;
+      for (k = 0; k < ov.n; k++)
+        if (ov.upto[k] > ov.extra[k]) loose++, low += ov.upto[k] - ov.extra[k];
+      for (k = 0; k < ov.n && loose <= 2; k++)
+        if (ov.upto[k] > ov.extra[k])
+          warn(x, "the block at 0x%llx, live when the trace starts, was %llu to %llu bytes longer than its "
+                  "request (an unsplit remainder); the file does not say which: allocated figures may be up to "
+                  "%llu bytes low while it lives",
+               (unsigned long long)ov.addr[k], (unsigned long long)ov.extra[k], (unsigned long long)ov.upto[k],
+               (unsigned long long)(ov.upto[k] - ov.extra[k]));
+      if (loose > 2)
+        warn(x, "%zu blocks live when the trace starts were longer than their requests by amounts the file "
+                "bounds but does not fix (unsplit remainders; the first at 0x%llx): allocated figures may be up "
+                "to %llu bytes low while they live",
+             loose, (unsigned long long)ov.addr[0], (unsigned long long)low);
+    }
+    if (rc == GPUPLAN_OK && s->nev == 0) {
+      /* Nothing was replayed, so nothing was checked (review AL-5). */
+      r->exact = 0;
+      if (s->facts.traced_devices <= (size_t)s->device)
+        warn(x, "the file has no trace for device %d (%s): nothing was replayed or checked; the figures are "
+                "those of its final segments",
+             s->device, s->facts.format == 1 ? "torch 1.13 files have none" : "it traced fewer devices");
+      else
+        warn(x, "the trace of device %d is empty: nothing was replayed or checked; the figures are those of "
+                "the file's final segments", s->device);
+    }
+    if (rc == GPUPLAN_OK && !whatif && r->diverged_at != SIZE_MAX && r->diverged_at < s->nev) {
+      int in_seg;
+      size_t n = slack_blocks(&st, s->ev[r->diverged_at].action == GPUPLAN_ACT_ALLOC ? s->ev[r->diverged_at].addr : 0,
+                              x->div_model_addr, &in_seg);
+      if (n && in_seg) {
+        /* Not a divergence: the start state is one of several the file
+         * allows, and from here on the placement depends on which. */
+        x->unchecked_from = r->diverged_at;
+        x->unchecked_to = s->nev;
+        snprintf(x->unchecked_why, sizeof x->unchecked_why,
+                 "the file does not determine the start state: %zu block(s) live when the trace starts were "
+                 "freed in it and may each have been up to 1 MiB longer than their request (PyTorch hands a "
+                 "block out whole when at most 1 MiB would be left), and event %zu (%.120s) lands where only "
+                 "another choice puts it; the peaks are the trace's own (its cudaMallocs and allocations)",
+                 n, r->diverged_at, r->divergence);
+        r->diverged_at = SIZE_MAX;
+        r->divergence[0] = 0;
+        r->exact = 0;
+        rc = trace_figures(ctx, s, &st, r);
+      }
+    }
   }
   state_free(ctx, &st);
   if (r->peak_reserved)

@@ -10,6 +10,7 @@
  * cuMemAlloc_v2, cuMemFree_v2, cuGetErrorName.  tests/fake/fake_cuda.c
  * implements exactly these.
  */
+#define _DEFAULT_SOURCE 1 /* realpath */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -84,9 +85,50 @@ int gpuplan_backend_telemetry(gpuplan_backend *b, int dev, gpuplan_device_teleme
   out->temperature_c = out->power_w = out->power_limit_w = out->gpu_util = out->mem_util = NAN;
   out->sm_clock_mhz = out->max_sm_clock_mhz = out->pstate = out->nvlink_links = out->nvlink_up = -1;
   out->throttle = out->ecc_uncorrected = out->ecc_corrected = -1;
+  out->memory_temperature_c = out->slowdown_temp_c = out->shutdown_temp_c = out->fan_speed = NAN;
+  out->mem_clock_mhz = out->max_mem_clock_mhz = out->graphics_clock_mhz = out->max_graphics_clock_mhz = -1;
+  out->pcie_gen = out->pcie_gen_max = out->pcie_width = out->pcie_width_max = -1;
+  out->persistence_mode = out->ecc_mode = out->compute_mode = out->mig_mode = -1;
+  out->ecc_uncorrected_aggregate = out->ecc_corrected_aggregate = -1;
+  out->retired_sbe = out->retired_dbe = out->remapped_correctable = out->remapped_uncorrectable = -1;
+  out->retired_pending = out->remap_pending = out->remap_failure = -1;
+  out->enc_util = out->dec_util = NAN;
+  out->xid = -1;
+  out->energy_j = out->nvlink_bytes = out->nvlink_link_gbps = NAN;
+  out->pcie_rx_bytes_s = out->pcie_tx_bytes_s = NAN;
+  out->pcie_replays = -1;
+  out->power_violation_s = out->thermal_violation_s = NAN;
+  out->numa_node = -1;
   if (!b->ops->telemetry)
     return gpuplan__error(b->ctx, GPUPLAN_EUNSUPPORTED, "telemetry: the %s backend has none", b->ops->kind);
   return b->ops->telemetry(b->self, dev, out);
+}
+
+int gpuplan_backend_processes(gpuplan_backend *b, int dev, gpuplan_device_process *out, size_t cap,
+                              size_t *n_out) {
+  if (!b || !n_out || (cap && !out)) return GPUPLAN_EMISUSE;
+  *n_out = 0;
+  if (!b->ops->processes)
+    return gpuplan__error(b->ctx, GPUPLAN_EUNSUPPORTED, "processes: the %s backend has no process list",
+                          b->ops->kind);
+  return b->ops->processes(b->self, dev, out, cap, n_out);
+}
+
+int gpuplan_backend_link(gpuplan_backend *b, int a, int b_dev, gpuplan_device_link *out) {
+  gpuplan_device_telemetry ta, tb;
+  int n = 0, rc;
+  if (!b || !out) return GPUPLAN_EMISUSE;
+  memset(out, 0, sizeof *out);
+  if (b->ops->link) return b->ops->link(b->self, a, b_dev, out);
+  /* without a topology: NVLink as both ends report it, else the host bridge */
+  if ((rc = gpuplan_backend_device_count(b, &n))) return rc;
+  if (a < 0 || a >= n || b_dev < 0 || b_dev >= n)
+    return gpuplan__error(b->ctx, GPUPLAN_EINVAL, "device: %d is not in 0..%d", a < 0 || a >= n ? a : b_dev, n - 1);
+  snprintf(out->pcie, sizeof out->pcie, "%s", a == b_dev ? "X" : "PHB");
+  if (a == b_dev) return GPUPLAN_OK;
+  if ((rc = gpuplan_backend_telemetry(b, a, &ta)) || (rc = gpuplan_backend_telemetry(b, b_dev, &tb))) return rc;
+  if (ta.nvlink_up > 0 && tb.nvlink_up > 0) out->nvlinks = ta.nvlink_up < tb.nvlink_up ? ta.nvlink_up : tb.nvlink_up;
+  return GPUPLAN_OK;
 }
 
 int gpuplan_backend_device_memory(gpuplan_backend *b, int dev, const gpuplan_device_ops **out) {
@@ -222,6 +264,15 @@ typedef void *nvmlDevice_t;
 typedef struct nvml_util {
   unsigned gpu, memory;
 } nvml_util;
+typedef struct nvml_bar1 {
+  unsigned long long total, free, used;
+} nvml_bar1;
+/* nvmlProcessInfo_t of NVML 11.x/12.x (the _v2 and _v3 entry points) */
+typedef struct nvml_process {
+  unsigned pid;
+  unsigned long long used;
+  unsigned gpu_instance, compute_instance;
+} nvml_process;
 
 typedef struct nvml_api {
   nvmlReturn_t (*nvmlInit_v2)(void);
@@ -239,6 +290,31 @@ typedef struct nvml_api {
   nvmlReturn_t (*nvmlDeviceGetCurrentClocksThrottleReasons)(nvmlDevice_t, unsigned long long *);
   nvmlReturn_t (*nvmlDeviceGetTotalEccErrors)(nvmlDevice_t, int, int, unsigned long long *);
   nvmlReturn_t (*nvmlDeviceGetNvLinkState)(nvmlDevice_t, unsigned, int *);
+  /* optional (NULL when this NVML lacks them): what nvidia-smi -q shows */
+  nvmlReturn_t (*nvmlDeviceGetFanSpeed)(nvmlDevice_t, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetCurrPcieLinkGeneration)(nvmlDevice_t, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetMaxPcieLinkGeneration)(nvmlDevice_t, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetCurrPcieLinkWidth)(nvmlDevice_t, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetMaxPcieLinkWidth)(nvmlDevice_t, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetPersistenceMode)(nvmlDevice_t, int *);
+  nvmlReturn_t (*nvmlDeviceGetEccMode)(nvmlDevice_t, int *, int *);
+  nvmlReturn_t (*nvmlDeviceGetComputeMode)(nvmlDevice_t, int *);
+  nvmlReturn_t (*nvmlDeviceGetMigMode)(nvmlDevice_t, unsigned *, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetSerial)(nvmlDevice_t, char *, unsigned);
+  nvmlReturn_t (*nvmlDeviceGetVbiosVersion)(nvmlDevice_t, char *, unsigned);
+  nvmlReturn_t (*nvmlDeviceGetRetiredPages)(nvmlDevice_t, int, unsigned *, unsigned long long *);
+  nvmlReturn_t (*nvmlDeviceGetRetiredPagesPendingStatus)(nvmlDevice_t, int *);
+  nvmlReturn_t (*nvmlDeviceGetRemappedRows)(nvmlDevice_t, unsigned *, unsigned *, unsigned *, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetEncoderUtilization)(nvmlDevice_t, unsigned *, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetDecoderUtilization)(nvmlDevice_t, unsigned *, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetTotalEnergyConsumption)(nvmlDevice_t, unsigned long long *);
+  nvmlReturn_t (*nvmlDeviceGetTemperatureThreshold)(nvmlDevice_t, int, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetBAR1MemoryInfo)(nvmlDevice_t, nvml_bar1 *);
+  nvmlReturn_t (*nvmlDeviceGetPcieReplayCounter)(nvmlDevice_t, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetPcieThroughput)(nvmlDevice_t, int, unsigned *);
+  nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_v3)(nvmlDevice_t, unsigned *, nvml_process *);
+  nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_v2)(nvmlDevice_t, unsigned *, nvml_process *);
+  nvmlReturn_t (*nvmlSystemGetProcessName)(unsigned, char *, unsigned);
 } nvml_api;
 
 typedef struct cuda_backend {
@@ -480,6 +556,32 @@ static int nvml_open(cuda_backend *c) {
   NSYM(nvmlDeviceGetTotalEccErrors);
   NSYM(nvmlDeviceGetNvLinkState);
 #undef NSYM
+#define OSYM(name) (*(void **)(&c->nvml.name) = dlsym(c->nvml_lib, #name))
+  OSYM(nvmlDeviceGetFanSpeed);
+  OSYM(nvmlDeviceGetCurrPcieLinkGeneration);
+  OSYM(nvmlDeviceGetMaxPcieLinkGeneration);
+  OSYM(nvmlDeviceGetCurrPcieLinkWidth);
+  OSYM(nvmlDeviceGetMaxPcieLinkWidth);
+  OSYM(nvmlDeviceGetPersistenceMode);
+  OSYM(nvmlDeviceGetEccMode);
+  OSYM(nvmlDeviceGetComputeMode);
+  OSYM(nvmlDeviceGetMigMode);
+  OSYM(nvmlDeviceGetSerial);
+  OSYM(nvmlDeviceGetVbiosVersion);
+  OSYM(nvmlDeviceGetRetiredPages);
+  OSYM(nvmlDeviceGetRetiredPagesPendingStatus);
+  OSYM(nvmlDeviceGetRemappedRows);
+  OSYM(nvmlDeviceGetEncoderUtilization);
+  OSYM(nvmlDeviceGetDecoderUtilization);
+  OSYM(nvmlDeviceGetTotalEnergyConsumption);
+  OSYM(nvmlDeviceGetTemperatureThreshold);
+  OSYM(nvmlDeviceGetBAR1MemoryInfo);
+  OSYM(nvmlDeviceGetPcieReplayCounter);
+  OSYM(nvmlDeviceGetPcieThroughput);
+  OSYM(nvmlDeviceGetComputeRunningProcesses_v3);
+  OSYM(nvmlDeviceGetComputeRunningProcesses_v2);
+  OSYM(nvmlSystemGetProcessName);
+#undef OSYM
   if ((r = c->nvml.nvmlInit_v2()) != 0) {
     snprintf(c->nvml_why, sizeof c->nvml_why, "nvmlInit: %s", c->nvml.nvmlErrorString(r));
     dlclose(c->nvml_lib);
@@ -493,6 +595,134 @@ static int nvml_open(cuda_backend *c) {
 #else
   snprintf(c->nvml_why, sizeof c->nvml_why, "no dlopen on this platform");
   return GPUPLAN_EUNSUPPORTED;
+#endif
+}
+
+/* The optional NVML queries: each field stays unknown when its entry point
+ * is missing or the card does not support it. */
+static void nvml_more(cuda_backend *c, nvmlDevice_t h, gpuplan_device_telemetry *out) {
+  nvml_api *n = &c->nvml;
+  unsigned u = 0, v = 0, w = 0, x = 0;
+  int i = 0, k = 0;
+  unsigned long long ull = 0;
+  char buf[64];
+  nvml_bar1 bar;
+  if (n->nvmlDeviceGetFanSpeed && !n->nvmlDeviceGetFanSpeed(h, &u)) out->fan_speed = u / 100.0;
+  if (!n->nvmlDeviceGetClockInfo(h, 0, &u)) out->graphics_clock_mhz = (int)u; /* NVML_CLOCK_GRAPHICS */
+  if (!n->nvmlDeviceGetClockInfo(h, 2, &u)) out->mem_clock_mhz = (int)u;      /* NVML_CLOCK_MEM */
+  if (!n->nvmlDeviceGetMaxClockInfo(h, 0, &u)) out->max_graphics_clock_mhz = (int)u;
+  if (!n->nvmlDeviceGetMaxClockInfo(h, 2, &u)) out->max_mem_clock_mhz = (int)u;
+  if (n->nvmlDeviceGetCurrPcieLinkGeneration && !n->nvmlDeviceGetCurrPcieLinkGeneration(h, &u)) out->pcie_gen = (int)u;
+  if (n->nvmlDeviceGetMaxPcieLinkGeneration && !n->nvmlDeviceGetMaxPcieLinkGeneration(h, &u)) out->pcie_gen_max = (int)u;
+  if (n->nvmlDeviceGetCurrPcieLinkWidth && !n->nvmlDeviceGetCurrPcieLinkWidth(h, &u)) out->pcie_width = (int)u;
+  if (n->nvmlDeviceGetMaxPcieLinkWidth && !n->nvmlDeviceGetMaxPcieLinkWidth(h, &u)) out->pcie_width_max = (int)u;
+  if (n->nvmlDeviceGetPersistenceMode && !n->nvmlDeviceGetPersistenceMode(h, &i)) out->persistence_mode = i != 0;
+  if (n->nvmlDeviceGetEccMode && !n->nvmlDeviceGetEccMode(h, &i, &k)) out->ecc_mode = i != 0;
+  if (n->nvmlDeviceGetComputeMode && !n->nvmlDeviceGetComputeMode(h, &i)) out->compute_mode = i;
+  if (n->nvmlDeviceGetMigMode && !n->nvmlDeviceGetMigMode(h, &u, &v)) out->mig_mode = u != 0;
+  if (n->nvmlDeviceGetSerial && !n->nvmlDeviceGetSerial(h, buf, sizeof buf))
+    snprintf(out->serial, sizeof out->serial, "%.*s", (int)sizeof out->serial - 1, buf);
+  if (n->nvmlDeviceGetVbiosVersion && !n->nvmlDeviceGetVbiosVersion(h, buf, sizeof buf))
+    snprintf(out->vbios_version, sizeof out->vbios_version, "%.*s", (int)sizeof out->vbios_version - 1, buf);
+  /* NVML_AGGREGATE_ECC = 1 */
+  if (!n->nvmlDeviceGetTotalEccErrors(h, 1, 1, &ull)) out->ecc_uncorrected_aggregate = (long long)ull;
+  if (!n->nvmlDeviceGetTotalEccErrors(h, 0, 1, &ull)) out->ecc_corrected_aggregate = (long long)ull;
+  /* NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0, _DOUBLE_BIT = 1; count only */
+  if (n->nvmlDeviceGetRetiredPages) {
+    u = 0;
+    if (!n->nvmlDeviceGetRetiredPages(h, 0, &u, NULL)) out->retired_sbe = u;
+    u = 0;
+    if (!n->nvmlDeviceGetRetiredPages(h, 1, &u, NULL)) out->retired_dbe = u;
+  }
+  if (n->nvmlDeviceGetRetiredPagesPendingStatus && !n->nvmlDeviceGetRetiredPagesPendingStatus(h, &i))
+    out->retired_pending = i != 0;
+  if (n->nvmlDeviceGetRemappedRows && !n->nvmlDeviceGetRemappedRows(h, &u, &v, &w, &x)) {
+    out->remapped_correctable = u;
+    out->remapped_uncorrectable = v;
+    out->remap_pending = w != 0;
+    out->remap_failure = x != 0;
+  }
+  if (n->nvmlDeviceGetEncoderUtilization && !n->nvmlDeviceGetEncoderUtilization(h, &u, &v)) out->enc_util = u / 100.0;
+  if (n->nvmlDeviceGetDecoderUtilization && !n->nvmlDeviceGetDecoderUtilization(h, &u, &v)) out->dec_util = u / 100.0;
+  if (n->nvmlDeviceGetTotalEnergyConsumption && !n->nvmlDeviceGetTotalEnergyConsumption(h, &ull))
+    out->energy_j = (double)ull / 1000.0; /* mJ */
+  /* NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0, _SLOWDOWN = 1 */
+  if (n->nvmlDeviceGetTemperatureThreshold && !n->nvmlDeviceGetTemperatureThreshold(h, 0, &u)) out->shutdown_temp_c = u;
+  if (n->nvmlDeviceGetTemperatureThreshold && !n->nvmlDeviceGetTemperatureThreshold(h, 1, &u)) out->slowdown_temp_c = u;
+  if (n->nvmlDeviceGetBAR1MemoryInfo && !n->nvmlDeviceGetBAR1MemoryInfo(h, &bar)) {
+    out->bar1_total_bytes = bar.total;
+    out->bar1_used_bytes = bar.used;
+  }
+  if (n->nvmlDeviceGetPcieReplayCounter && !n->nvmlDeviceGetPcieReplayCounter(h, &u)) out->pcie_replays = u;
+  /* NVML_PCIE_UTIL_TX_BYTES = 0, _RX_BYTES = 1, in KB/s */
+  if (n->nvmlDeviceGetPcieThroughput && !n->nvmlDeviceGetPcieThroughput(h, 0, &u)) out->pcie_tx_bytes_s = u * 1024.0;
+  if (n->nvmlDeviceGetPcieThroughput && !n->nvmlDeviceGetPcieThroughput(h, 1, &u)) out->pcie_rx_bytes_s = u * 1024.0;
+  out->xid = -1; /* NVML gives Xids only as events; nvidia-smi does not show them either */
+}
+
+/* sysfs: the NUMA node and the CPUs near a PCI device ("00000000:07:00.0"
+ * is /sys/bus/pci/devices/0000:07:00.0). */
+static void sysfs_path(const char *bus, char *out, size_t cap) {
+  const char *p = strlen(bus) > 12 ? bus + 4 : bus; /* 8-digit NVML domain: sysfs uses 4 */
+  size_t k;
+  char low[32];
+  for (k = 0; p[k] && k + 1 < sizeof low; k++) low[k] = (char)tolower((unsigned char)p[k]);
+  low[k] = '\0';
+  snprintf(out, cap, "/sys/bus/pci/devices/%s", low);
+}
+
+static int read_small(const char *path, char *buf, size_t cap) {
+  FILE *f = fopen(path, "r");
+  size_t n;
+  if (!f) return 0;
+  n = fread(buf, 1, cap - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) buf[--n] = '\0';
+  return n > 0;
+}
+
+static void sysfs_affinity(const char *bus, gpuplan_device_telemetry *out) {
+  char dir[96], path[160], buf[256];
+  sysfs_path(bus, dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/numa_node", dir);
+  if (read_small(path, buf, sizeof buf)) out->numa_node = atoi(buf);
+  snprintf(path, sizeof path, "%s/local_cpulist", dir);
+  if (read_small(path, buf, sizeof buf))
+    snprintf(out->cpu_affinity, sizeof out->cpu_affinity, "%.*s", (int)sizeof out->cpu_affinity - 1, buf);
+}
+
+/* The PCIe path between two devices as nvidia-smi names it, from where
+ * sysfs places them: under one switch PIX, several switches PXB, only the
+ * root complex in common PHB, different host bridges of one NUMA node
+ * NODE, different nodes SYS.  "" when sysfs cannot tell. */
+static void sysfs_relation(const char *bus_a, const char *bus_b, int numa_a, int numa_b, char *out, size_t cap) {
+#if defined(__linux__)
+  char pa[96], pb[96], ra[512], rb[512];
+  const char *ca[32], *cb[32];
+  int na = 0, nb = 0, common = 0, k;
+  char *q;
+  out[0] = '\0';
+  sysfs_path(bus_a, pa, sizeof pa);
+  sysfs_path(bus_b, pb, sizeof pb);
+  if (!realpath(pa, ra) || !realpath(pb, rb) || strncmp(ra, "/sys/devices/", 13) || strncmp(rb, "/sys/devices/", 13))
+    return;
+  /* components after /sys/devices/ */
+  for (q = strtok(ra + 13, "/"); q && na < 32; q = strtok(NULL, "/")) ca[na++] = q;
+  for (q = strtok(rb + 13, "/"); q && nb < 32; q = strtok(NULL, "/")) cb[nb++] = q;
+  if (!na || !nb) return;
+  for (k = 0; k < na && k < nb && strcmp(ca[k], cb[k]) == 0; k++) common++;
+  if (common == 0) snprintf(out, cap, "%s", numa_a >= 0 && numa_a == numa_b ? "NODE" : "SYS");
+  else if (common == 1) snprintf(out, cap, "PHB");
+  else if (na - common <= 2 && nb - common <= 2) snprintf(out, cap, "PIX");
+  else snprintf(out, cap, "PXB");
+#else
+  (void)bus_a;
+  (void)bus_b;
+  (void)numa_a;
+  (void)numa_b;
+  out[0] = '\0';
+  (void)cap;
 #endif
 }
 
@@ -528,16 +758,92 @@ static int cuda_telemetry(void *self, int dev, gpuplan_device_telemetry *out) {
   if (!c->nvml.nvmlDeviceGetTotalEccErrors(h, 1, 0, &ull)) out->ecc_uncorrected = (long long)ull;
   if (!c->nvml.nvmlDeviceGetTotalEccErrors(h, 0, 0, &ull)) out->ecc_corrected = (long long)ull;
   out->nvlink_links = out->nvlink_up = 0;
+  out->nvlink_up_mask = 0;
   for (link = 0; link < 18; link++) { /* NVML_NVLINK_MAX_LINKS */
     if (c->nvml.nvmlDeviceGetNvLinkState(h, link, &st) != 0) break;
     out->nvlink_links++;
-    if (st) out->nvlink_up++; /* NVML_FEATURE_ENABLED */
+    if (st) {
+      out->nvlink_up++; /* NVML_FEATURE_ENABLED */
+      out->nvlink_up_mask |= 1ull << link;
+    }
   }
+  nvml_more(c, h, out);
+  sysfs_affinity(info.pci_bus_id, out);
+  return GPUPLAN_OK;
+}
+
+static int cuda_processes(void *self, int dev, gpuplan_device_process *out, size_t cap, size_t *n) {
+  cuda_backend *c = (cuda_backend *)self;
+  gpuplan_device_info info;
+  nvml_process procs[64];
+  nvmlDevice_t h;
+  unsigned count = 64, i;
+  nvmlReturn_t r;
+  int rc;
+  *n = 0;
+  GPUPLAN_TRY(cuda_check_index(c, dev));
+  if (nvml_open(c)) return gpuplan__error(c->ctx, GPUPLAN_EUNSUPPORTED, "processes: NVML unavailable: %s", c->nvml_why);
+  if (!c->nvml.nvmlDeviceGetComputeRunningProcesses_v3 && !c->nvml.nvmlDeviceGetComputeRunningProcesses_v2)
+    return gpuplan__error(c->ctx, GPUPLAN_EUNSUPPORTED, "processes: this NVML has no process list (too old)");
+  memset(&info, 0, sizeof info);
+  if ((rc = cuda_info(self, dev, &info))) return rc;
+  if (c->nvml.nvmlDeviceGetHandleByPciBusId_v2(info.pci_bus_id, &h) != 0)
+    return gpuplan__error(c->ctx, GPUPLAN_ERROR, "processes: NVML has no device at %s", info.pci_bus_id);
+  r = c->nvml.nvmlDeviceGetComputeRunningProcesses_v3 ? c->nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, &count, procs)
+                                                       : c->nvml.nvmlDeviceGetComputeRunningProcesses_v2(h, &count, procs);
+  if (r != 0) return gpuplan__error(c->ctx, GPUPLAN_ERROR, "processes: %s", c->nvml.nvmlErrorString(r));
+  for (i = 0; i < count && i < 64; i++) {
+    if (i < cap) {
+      gpuplan_device_process *p = &out[i];
+      memset(p, 0, sizeof *p);
+      p->pid = procs[i].pid;
+      p->type = 'C';
+      p->used_bytes = procs[i].used == ~0ull ? 0 : procs[i].used; /* NVML_VALUE_NOT_AVAILABLE */
+      p->sm_util = p->mem_util = NAN;
+      if (!c->nvml.nvmlSystemGetProcessName || c->nvml.nvmlSystemGetProcessName(p->pid, p->name, sizeof p->name))
+        snprintf(p->name, sizeof p->name, "[pid %u]", p->pid);
+    }
+  }
+  *n = count < 64 ? count : 64;
+  return GPUPLAN_OK;
+}
+
+static int cuda_link(void *self, int a, int b, gpuplan_device_link *out) {
+  cuda_backend *c = (cuda_backend *)self;
+  gpuplan_device_info ia, ib;
+  gpuplan_device_telemetry ta, tb;
+  int rc, na = -1, nb = -1;
+  GPUPLAN_TRY(cuda_check_index(c, a));
+  GPUPLAN_TRY(cuda_check_index(c, b));
+  if (a == b) {
+    snprintf(out->pcie, sizeof out->pcie, "X");
+    return GPUPLAN_OK;
+  }
+  memset(&ia, 0, sizeof ia);
+  memset(&ib, 0, sizeof ib);
+  if ((rc = cuda_info(self, a, &ia)) || (rc = cuda_info(self, b, &ib))) return rc;
+  {
+    gpuplan_device_telemetry sa, sb;
+    memset(&sa, 0, sizeof sa);
+    memset(&sb, 0, sizeof sb);
+    sa.numa_node = sb.numa_node = -1;
+    sysfs_affinity(ia.pci_bus_id, &sa);
+    sysfs_affinity(ib.pci_bus_id, &sb);
+    na = sa.numa_node;
+    nb = sb.numa_node;
+  }
+  sysfs_relation(ia.pci_bus_id, ib.pci_bus_id, na, nb, out->pcie, sizeof out->pcie);
+  if (!out->pcie[0]) snprintf(out->pcie, sizeof out->pcie, "PHB");
+  /* NVLink: links up at both ends (an NVSwitch board connects every pair) */
+  memset(&ta, 0, sizeof ta);
+  memset(&tb, 0, sizeof tb);
+  if ((rc = cuda_telemetry(self, a, &ta)) || (rc = cuda_telemetry(self, b, &tb))) return rc;
+  if (ta.nvlink_up > 0 && tb.nvlink_up > 0) out->nvlinks = ta.nvlink_up < tb.nvlink_up ? ta.nvlink_up : tb.nvlink_up;
   return GPUPLAN_OK;
 }
 
 static const gpuplan_backend_ops cuda_ops = {"cuda", cuda_driver, cuda_count, cuda_info, cuda_memory, cuda_close,
-                                             cuda_telemetry};
+                                             cuda_telemetry, cuda_processes, cuda_link};
 
 int gpuplan_backend_open_cuda(gpuplan_ctx *ctx, const char *library, gpuplan_backend **out) {
   cuda_backend *c;

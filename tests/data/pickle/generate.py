@@ -21,7 +21,7 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus", "pickle")
-SNAPSHOTS = os.path.join(ROOT, "..", "shared", "traces", "torch-snapshots")
+SNAPSHOTS = os.path.join(ROOT, "tests", "data", "torch-snapshots")
 
 
 class Restricted(pickle.Unpickler):

@@ -1,0 +1,204 @@
+/*
+ * cmd_replay.c: the replay command: a torch memory snapshot, from a file or
+ * from memory (gpuplan_job_run_snapshot), replayed through the allocator
+ * model exactly (the file's own settings, the recorded addresses) or "what
+ * if" (other settings, a device of a given capacity), as one document.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "job/tools_int.h"
+#include "replay/replay_int.h"
+
+/* What the job asks for, resolved. */
+typedef struct replay_job {
+  const char *file;
+  int device;
+  const char *alloc_conf;
+  const char *conf_from;          /* "option", an environment variable, "snapshot" or "defaults" */
+  const char *gpu;                /* the catalog id, when capacity came from a GPU */
+  uint64_t capacity;              /* 0: unlimited */
+  const gpuplan__torch_release *torch;
+} replay_job;
+
+static int resolve(gpuplan_job *j, replay_job *rj) {
+  static const char *const from[] = {"option", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"};
+  int64_t f = gpuplan__job_int(j, TOPT(T_ALLOC_CONF_FROM), GPUPLAN__CONF_FROM_OPTION);
+  memset(rj, 0, sizeof *rj);
+  rj->file = gpuplan__job_str(j, TOPT(T_FILE), NULL);
+  rj->device = (int)gpuplan__job_int(j, TOPT(T_DEVICE), 0);
+  rj->alloc_conf = gpuplan__job_str(j, JOPT(J_ALLOC_CONF), NULL);
+  rj->torch = gpuplan__torch_release_at(gpuplan__job_int(j, TOPT(T_TORCH), 0));
+  if (gpuplan__job_isset(j, TOPT(T_ALLOC_CONF_FROM)) && !rj->alloc_conf)
+    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, TOPT(T_ALLOC_CONF_FROM),
+                              "says where alloc_conf came from, but alloc_conf is not set");
+  rj->conf_from = from[f >= 0 && f < 3 ? f : 0];
+  if (gpuplan__job_isset(j, TOPT(T_CAPACITY)) && gpuplan__job_isset(j, JOPT(J_GPU)))
+    return gpuplan__error(j->ctx, GPUPLAN_EINVAL,
+                          "capacity, gpu: give the device's capacity or a GPU to take it from, not both");
+  if (gpuplan__job_isset(j, TOPT(T_CAPACITY))) rj->capacity = (uint64_t)gpuplan__job_int(j, TOPT(T_CAPACITY), 0);
+  if (gpuplan__job_isset(j, JOPT(J_GPU))) {
+    const gpuplan_gpu *g;
+    int rc = gpuplan_catalog_gpu(j->cat, gpuplan__job_str(j, JOPT(J_GPU), ""), &g);
+    if (rc) {
+      char msg[GPUPLAN_ERRMSG_MAX];
+      snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(j->ctx));
+      return gpuplan__opt_error(j->ctx, rc, JOPT(J_GPU), "%s", msg);
+    }
+    rj->gpu = g->id;
+    /* What PyTorch can get: the card less the CUDA context it never sees. */
+    rj->capacity = g->memory_bytes > g->context_bytes ? g->memory_bytes - g->context_bytes : 1;
+  }
+  return GPUPLAN_OK;
+}
+
+static void put_u64_or_null(gpuplan__docb *b, const char *key, size_t v) {
+  if (v == SIZE_MAX) gpuplan__doc_null(b, key);
+  else gpuplan__doc_uint(b, key, (uint64_t)v);
+}
+
+static void put_ints(gpuplan__docb *b, const char *key, const int64_t *v, size_t n) {
+  size_t i;
+  gpuplan__doc_arr(b, key);
+  for (i = 0; i < n; i++) gpuplan__doc_int(b, NULL, v[i]);
+  gpuplan__doc_end(b);
+}
+
+static int replay_doc(gpuplan_job *j, const replay_job *rj, const gpuplan_snapshot *s, gpuplan_doc **out) {
+  const gpuplan__snapshot_facts *f = gpuplan__snapshot_facts_of(s);
+  gpuplan_replay_options o = GPUPLAN_REPLAY_OPTIONS_INIT;
+  gpuplan_replay_result r;
+  gpuplan__replay_ext x;
+  gpuplan__docb *b;
+  const char *conf, *conf_from;
+  size_t i;
+  int whatif, rc;
+  o.alloc_conf = rj->alloc_conf;
+  o.capacity = rj->capacity;
+  o.torch = rj->torch->rules;
+  gpuplan__replay_ext_init(&x);
+  x.timeline = (int)gpuplan__job_int(j, TOPT(T_TIMELINE), 0);
+  x.summary = (int)gpuplan__job_int(j, TOPT(T_SUMMARY), 0) || gpuplan__job_int(j, TOPT(T_ABBREVIATED), 0);
+  x.abbreviated = (int)gpuplan__job_int(j, TOPT(T_ABBREVIATED), 0);
+  x.layout = rj->torch->rules;
+  rc = gpuplan__snapshot_replay_ext(j->ctx, s, &o, &r, &x);
+  if (rc) {
+    gpuplan__replay_ext_dispose(j->ctx, &x);
+    /* A bad alloc conf is the option's fault: say so. */
+    if (rc == GPUPLAN_EINVAL && rj->alloc_conf) {
+      char msg[GPUPLAN_ERRMSG_MAX];
+      snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(j->ctx));
+      if (strcmp(rj->conf_from, "option") != 0) /* the environment's: say so, not the flag */
+        return gpuplan__error(j->ctx, rc, "alloc_conf (from %s): %s", rj->conf_from, msg);
+      return gpuplan__opt_error(j->ctx, rc, JOPT(J_ALLOC_CONF), "%s", msg);
+    }
+    return rc;
+  }
+  whatif = rj->alloc_conf || rj->capacity;
+  if (rj->alloc_conf) {
+    conf = rj->alloc_conf;
+    conf_from = rj->conf_from;
+  } else {
+    conf = f->recorded_conf;
+    conf_from = f->has_settings ? "snapshot" : "defaults";
+  }
+  if (!(b = gpuplan__doc_begin(j->ctx, "replay"))) {
+    gpuplan__replay_ext_dispose(j->ctx, &x);
+    return gpuplan_errcode(j->ctx);
+  }
+  gpuplan__doc_str(b, "file", rj->file);
+  gpuplan__doc_int(b, "device", rj->device);
+  gpuplan__doc_int(b, "format", f->format);
+  gpuplan__doc_str(b, "mode", whatif ? "what-if" : "exact");
+  gpuplan__doc_str(b, "torch", rj->torch->name);
+  gpuplan__doc_str(b, "rules", rj->torch->rules_name);
+  gpuplan__doc_str(b, "alloc_conf", conf);
+  gpuplan__doc_str(b, "alloc_conf_source", conf_from);
+  gpuplan__doc_str(b, "gpu", rj->gpu);
+  if (rj->capacity) gpuplan__doc_uint(b, "capacity_bytes", rj->capacity);
+  else gpuplan__doc_null(b, "capacity_bytes");
+  gpuplan__doc_uint(b, "events", r.events);
+  gpuplan__doc_uint(b, "trace_events", gpuplan_snapshot_event_count(s));
+  gpuplan__doc_uint(b, "segments_in_file", gpuplan_snapshot_segment_count(s));
+  gpuplan__doc_bool(b, "rebuilt_start", r.rebuilt_start);
+  gpuplan__doc_bool(b, "exact", r.exact);
+  gpuplan__doc_uint(b, "allocs", r.allocs);
+  gpuplan__doc_uint(b, "segment_allocs", r.segment_allocs);
+  put_u64_or_null(b, "diverged_at", r.diverged_at);
+  gpuplan__doc_str(b, "divergence", r.diverged_at == SIZE_MAX ? NULL : r.divergence);
+  if (x.unchecked_from == SIZE_MAX) {
+    gpuplan__doc_null(b, "unchecked");
+  } else {
+    gpuplan__doc_obj(b, "unchecked");
+    gpuplan__doc_uint(b, "from_event", x.unchecked_from);
+    gpuplan__doc_uint(b, "to_event", x.unchecked_to);
+    gpuplan__doc_str(b, "why", x.unchecked_why);
+    gpuplan__doc_end(b);
+  }
+  gpuplan__doc_uint(b, "start_allocated_bytes", r.start_allocated);
+  gpuplan__doc_uint(b, "start_reserved_bytes", r.start_reserved);
+  gpuplan__doc_uint(b, "peak_allocated_bytes", r.peak_allocated);
+  gpuplan__doc_uint(b, "peak_reserved_bytes", r.peak_reserved);
+  gpuplan__doc_uint(b, "final_allocated_bytes", r.final_allocated);
+  gpuplan__doc_uint(b, "final_reserved_bytes", r.final_reserved);
+  gpuplan__doc_uint(b, "allocated_at_peak_reserved_bytes", r.allocated_at_peak_reserved);
+  gpuplan__doc_uint(b, "largest_free_at_peak_bytes", r.largest_free_at_peak);
+  gpuplan__doc_uint(b, "total_free_at_peak_bytes", r.total_free_at_peak);
+  gpuplan__doc_real(b, "fragmentation", r.fragmentation);
+  gpuplan__doc_int(b, "num_alloc_retries", r.num_alloc_retries);
+  gpuplan__doc_int(b, "num_ooms", r.num_ooms);
+  put_u64_or_null(b, "oom_event", r.oom_event);
+  gpuplan__doc_str(b, "oom_message", r.oom_event == SIZE_MAX ? NULL : r.oom_message);
+  gpuplan__doc_arr(b, "warnings");
+  for (i = 0; i < x.nwarn; i++) gpuplan__doc_str(b, NULL, x.warn[i]);
+  gpuplan__doc_end(b);
+  if (x.summary) gpuplan__doc_str(b, "summary", x.summary_text);
+  if (x.timeline) {
+    gpuplan__doc_obj(b, "timeline");
+    put_ints(b, "allocated_bytes", x.tl_allocated, x.tl_n);
+    put_ints(b, "reserved_bytes", x.tl_reserved, x.tl_n);
+    gpuplan__doc_end(b);
+  }
+  gpuplan__replay_ext_dispose(j->ctx, &x);
+  return gpuplan__doc_finish(b, out);
+}
+
+int gpuplan__cmd_replay(gpuplan_job *j, gpuplan_doc **out) {
+  replay_job rj;
+  gpuplan_snapshot *s = NULL;
+  int rc;
+  GPUPLAN_TRY(resolve(j, &rj));
+  if (!rj.file)
+    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, TOPT(T_FILE),
+                              "replay needs a snapshot (a torch.cuda.memory._dump_snapshot() pickle)");
+  GPUPLAN_TRY(gpuplan_snapshot_load(j->ctx, rj.file, rj.device, &s));
+  rc = replay_doc(j, &rj, s, out);
+  gpuplan_snapshot_free(s);
+  return rc;
+}
+
+int gpuplan_job_run_snapshot(gpuplan_job *j, const void *data, size_t len, gpuplan_doc **out) {
+  replay_job rj;
+  gpuplan_snapshot *s = NULL;
+  size_t i;
+  int rc;
+  if (!out) return j ? gpuplan__error(j->ctx, GPUPLAN_EMISUSE, "job: NULL out") : GPUPLAN_EMISUSE;
+  *out = NULL;
+  if (!j) return GPUPLAN_EMISUSE;
+  if (!data && len) return gpuplan__error(j->ctx, GPUPLAN_EMISUSE, "replay: NULL data");
+  /* As gpuplan_job_run: an option replay does not take is an error. */
+  for (i = 0; i < j->nopts; i++) {
+    const gpuplan_option_info *o = gpuplan_job_option(i);
+    if (j->val[i].set && !(o->commands & C_REPLAY))
+      return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, o, "replay does not take this option");
+  }
+  if (gpuplan__job_isset(j, TOPT(T_FILE)))
+    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, TOPT(T_FILE),
+                              "the snapshot is given as data: leave file unset");
+  gpuplan__clear(j->ctx);
+  GPUPLAN_TRY(resolve(j, &rj));
+  GPUPLAN_TRY(gpuplan_snapshot_load_buffer(j->ctx, data, len, rj.device, &s));
+  rc = replay_doc(j, &rj, s, out);
+  gpuplan_snapshot_free(s);
+  return rc;
+}

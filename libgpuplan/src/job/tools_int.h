@@ -1,0 +1,47 @@
+/*
+ * tools_int.h: the options of replay, explain-oom and catalog (opts_tools.c),
+ * by index, for their commands (cmd_replay.c, cmd_explain.c, cmd_tools.c).
+ * Not installed.
+ */
+#ifndef GPUPLAN_TOOLS_INT_H
+#define GPUPLAN_TOOLS_INT_H
+
+#include "job/job_int.h"
+
+/* The options of opts_tools.c, by index into gpuplan__opts_tools.opts. */
+enum {
+  T_FILE = 0,        /* replay: the snapshot pickle (positional) */
+  T_ALLOC_CONF_FROM, /* replay: where alloc_conf came from (the CLI sets it) */
+  T_CAPACITY,        /* replay: usable device memory */
+  T_TORCH,           /* replay: the release whose rules apply */
+  T_DEVICE,          /* replay: which device's trace */
+  T_TIMELINE,        /* replay: memory after every allocator event */
+  T_SUMMARY,         /* replay: memory_summary() */
+  T_ABBREVIATED,     /* replay: memory_summary(abbreviated=True) */
+  T_MESSAGE,         /* explain-oom: the text (positional) */
+  T_SUBCOMMAND,      /* catalog: gpus|nodes|models|fabrics|show|info (positional) */
+  T_NAME,            /* catalog show: the record's name */
+  T_KIND,            /* catalog show: restrict to one kind */
+  T_COUNT
+};
+#define TOPT(id) (&gpuplan__opts_tools.opts[id])
+
+/* Choices of T_ALLOC_CONF_FROM, in order. */
+enum { GPUPLAN__CONF_FROM_OPTION = 0, GPUPLAN__CONF_FROM_ENV, GPUPLAN__CONF_FROM_ENV_OLD };
+
+/* Choices of T_SUBCOMMAND, in order. */
+enum {
+  GPUPLAN__CAT_GPUS = 0, GPUPLAN__CAT_NODES, GPUPLAN__CAT_MODELS, GPUPLAN__CAT_FABRICS,
+  GPUPLAN__CAT_SHOW, GPUPLAN__CAT_INFO
+};
+
+/* A torch release as T_TORCH names it: the behaviour class it belongs to
+ * and its name ("2.4"); index is the option's value. */
+typedef struct gpuplan__torch_release {
+  const char *name;
+  gpuplan_torch_version rules;
+  const char *rules_name; /* the behaviour class, in words */
+} gpuplan__torch_release;
+const gpuplan__torch_release *gpuplan__torch_release_at(int64_t index);
+
+#endif /* GPUPLAN_TOOLS_INT_H */

@@ -1,0 +1,53 @@
+/*
+ * replay_int.h: what the replay command asks of a replay beyond
+ * gpuplan_replay_result (the timeline, memory_summary(), warnings, the
+ * events a rebuilt start cannot check).  Not installed.
+ */
+#ifndef GPUPLAN_REPLAY_INT_H
+#define GPUPLAN_REPLAY_INT_H
+
+#include "common/internal.h"
+
+#define GPUPLAN__REPLAY_MAX_WARN 8
+
+typedef struct gpuplan__replay_ext {
+  /* in */
+  int timeline;                 /* record memory after every trace event */
+  int summary;                  /* produce memory_summary() at the end */
+  int abbreviated;              /* ... without the pool rows */
+  gpuplan_torch_version layout; /* ... in this release's layout */
+  /* out (ctx-allocated; gpuplan__replay_ext_dispose frees) */
+  char *summary_text;
+  int64_t *tl_allocated, *tl_reserved; /* after trace event i */
+  size_t tl_n, tl_cap;
+  int tl_failed;
+  size_t nwarn;
+  char warn[GPUPLAN__REPLAY_MAX_WARN][400];
+  /* A rebuilt start the file does not determine (AL-1): events
+   * [unchecked_from, unchecked_to) were replayed but cannot be checked, and
+   * why; SIZE_MAX when every event was checked. */
+  size_t unchecked_from, unchecked_to;
+  char unchecked_why[768];
+  uint64_t div_model_addr;      /* internal: where the model put the allocation that diverged */
+} gpuplan__replay_ext;
+
+void gpuplan__replay_ext_init(gpuplan__replay_ext *x);
+void gpuplan__replay_ext_dispose(gpuplan_ctx *ctx, gpuplan__replay_ext *x);
+
+/* gpuplan_snapshot_replay, with the extras (x may be NULL). */
+int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
+                                 const gpuplan_replay_options *o, gpuplan_replay_result *r,
+                                 gpuplan__replay_ext *x);
+
+/* What the file says about itself. */
+typedef struct gpuplan__snapshot_facts {
+  const char *recorded_conf;  /* allocator_settings' PYTORCH_CUDA_ALLOC_CONF, or NULL */
+  int has_settings;           /* the file has allocator_settings */
+  int format;                 /* 1: torch 1.13's plain list of segments; 2: a dict */
+  size_t traced_devices;      /* entries of device_traces */
+  size_t segments_all;        /* segments of every device */
+  size_t expandable_segments; /* segments with is_expandable */
+} gpuplan__snapshot_facts;
+const gpuplan__snapshot_facts *gpuplan__snapshot_facts_of(const gpuplan_snapshot *s);
+
+#endif /* GPUPLAN_REPLAY_INT_H */

@@ -1,0 +1,73 @@
+#!/bin/sh
+# End-to-end checks of `gpuplan replay` and `gpuplan explain-oom` beyond the
+# smoke tests of test_cli_catalog.sh: memory_summary() (review AL-3), the
+# allocator settings from the environment (AL-6), and the OOM messages of
+# EC-2.  usage: test_cli_replay.sh GPUPLAN TMPDIR
+gp=$1
+tmp=$2
+here=$(dirname "$0")
+traces="${GPUPLAN_TRACES:-$here/../data/torch-snapshots}"
+data="$here/../data/replay"
+fails=0
+pass=0
+
+check() {  # check DESCRIPTION EXPECTED_RC PATTERN -- command...
+  desc=$1 want=$2 pat=$3
+  shift 4
+  out=$("$@" 2>"$tmp/stderr")
+  rc=$?
+  err=$(cat "$tmp/stderr")
+  if [ "$rc" != "$want" ]; then
+    echo "FAIL $desc: exit $rc, wanted $want"; echo "$out" | head -5; echo "$err"
+    fails=$((fails + 1)); return
+  fi
+  if [ -n "$pat" ] && ! printf '%s\n%s\n' "$out" "$err" | grep -q -- "$pat"; then
+    echo "FAIL $desc: no '$pat' in output"; echo "$out" | head -20; echo "$err"
+    fails=$((fails + 1)); return
+  fi
+  pass=$((pass + 1))
+}
+nocheck() {  # nocheck DESCRIPTION PATTERN -- command...: PATTERN must not appear
+  desc=$1 pat=$2
+  shift 3
+  if "$@" 2>&1 | grep -q -- "$pat"; then
+    echo "FAIL $desc: '$pat' in output"; fails=$((fails + 1)); return
+  fi
+  pass=$((pass + 1))
+}
+
+unset PYTORCH_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF
+
+# AL-3: memory_summary(), PyTorch's table, at the end of the replay.
+# linear-grad's whole history is in its trace: 12 allocations, 7 freed,
+# 7 segments of 4234 MiB; 3084 MiB allocated at the end, 4230 MiB at the
+# peak (integer MiB, as memory.py's _format_size divides).
+lg="$traces/linear-grad.pickle"
+check "summary header" 0 "PyTorch CUDA memory summary, device ID 0" -- "$gp" replay "$lg" --summary
+check "summary allocated" 0 "^| Allocated memory      |   3084 MiB |   4230 MiB |   5377 MiB |   2292 MiB |$" -- "$gp" replay "$lg" --summary
+check "summary reserved" 0 "^| GPU reserved memory   |   4234 MiB |   4234 MiB |   4234 MiB |      0 B   |$" -- "$gp" replay "$lg" --summary
+check "summary allocations" 0 "^| Allocations           |       5    |       8    |      12    |       7    |$" -- "$gp" replay "$lg" --summary
+check "summary segments" 0 "^| GPU reserved segments |       7    |       7    |       7    |       0    |$" -- "$gp" replay "$lg" --summary
+check "summary retries" 0 "^|            CUDA OOMs: 0            |        cudaMalloc retries: 0         |$" -- "$gp" replay "$lg" --summary
+check "summary 2.x rows" 0 "^| Requested memory      |" -- "$gp" replay "$lg" --summary
+check "summary 1.13 layout" 0 "^| Allocated memory      |    3084 MB |    4230 MB |    5377 MB |    2292 MB |$" -- "$gp" replay "$lg" --summary --torch 1.13
+nocheck "summary 1.13 has no requested" "Requested memory" -- "$gp" replay "$lg" --summary --torch 1.13
+nocheck "summary abbreviated" "from large pool" -- "$gp" replay "$lg" --summary --abbreviated
+check "summary json" 0 '"summary": "|====' -- "$gp" replay "$lg" --summary --json
+nocheck "no summary unasked" "memory summary" -- "$gp" replay "$lg"
+check "summary of a ring buffer" 0 "Tot Alloc and Tot Freed count from the rebuilt start" -- "$gp" replay "$traces/cs336-small-forward.pickle" --summary
+
+# AL-6: PYTORCH_ALLOC_CONF first, then PYTORCH_CUDA_ALLOC_CONF, as PyTorch
+# reads them; --alloc-conf wins; the report says where the settings came from.
+s8="$data/s8-recorded-oom.pickle"
+check "env new name" 0 "what-if: alloc conf 'expandable_segments:True' (from PYTORCH_ALLOC_CONF)" -- env PYTORCH_ALLOC_CONF=expandable_segments:True "$gp" replay "$s8" --capacity 100
+check "env old name" 0 "(from PYTORCH_CUDA_ALLOC_CONF, the deprecated name" -- env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$gp" replay "$s8" --capacity 100
+check "env new name first" 0 '"alloc_conf_source": "PYTORCH_ALLOC_CONF"' -- env PYTORCH_ALLOC_CONF=expandable_segments:True PYTORCH_CUDA_ALLOC_CONF=garbage "$gp" replay "$s8" --capacity 100 --json
+check "env garbage refused" 2 "alloc_conf (from PYTORCH_ALLOC_CONF): alloc conf: expected key:value" -- env PYTORCH_ALLOC_CONF=garbage "$gp" replay "$s8"
+check "flag beats env" 0 '"alloc_conf_source": "option"' -- env PYTORCH_ALLOC_CONF=garbage "$gp" replay "$s8" --alloc-conf expandable_segments:True --json
+check "flag= beats env" 0 '"alloc_conf": "max_split_size_mb:20"' -- env PYTORCH_ALLOC_CONF=garbage "$gp" replay "$s8" --alloc-conf=max_split_size_mb:20 --json
+check "empty env is unset" 0 "exact match" -- env PYTORCH_ALLOC_CONF= "$gp" replay "$s8"
+check "no env: file's settings" 0 '"alloc_conf_source": "snapshot"' -- "$gp" replay "$lg" --json
+
+echo "$pass passed, $fails failed"
+[ "$fails" = 0 ]

@@ -1,0 +1,294 @@
+/*
+ * test_jobtools.c: the replay, explain-oom and catalog commands of the job
+ * API (issue 10): their documents against the functions they wrap, the
+ * snapshot given as bytes, the catalog record described once, and the
+ * errors that name their option.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+
+#include "testutil.h"
+
+static const char *traces_dir(void) {
+  const char *d = getenv("GPUPLAN_TRACES");
+  return d ? d : "../tests/data/torch-snapshots";
+}
+
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  char *buf;
+  long n;
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  n = ftell(f);
+  assert_true(n > 0);
+  rewind(f);
+  buf = malloc((size_t)n);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  *len = (size_t)n;
+  return buf;
+}
+
+static int64_t ival(const gpuplan_doc *d, const char *path) {
+  const gpuplan_value *v = gpuplan_value_path(gpuplan_doc_root(d), path);
+  assert_non_null(v);
+  return gpuplan_value_int(v);
+}
+
+static const char *sval(const gpuplan_doc *d, const char *path) {
+  const gpuplan_value *v = gpuplan_value_path(gpuplan_doc_root(d), path);
+  return v ? gpuplan_value_string(v, NULL) : NULL;
+}
+
+static int isnull(const gpuplan_doc *d, const char *path) {
+  const gpuplan_value *v = gpuplan_value_path(gpuplan_doc_root(d), path);
+  return v && gpuplan_value_type_of(v) == GPUPLAN_VALUE_NULL;
+}
+
+/* A record's description in the catalog document is catalog/fields.c's,
+ * field for field: name, type and unit, under rows[] and record. */
+static void test_jobtools__catalog_records_described_once(void **state) {
+  size_t nd, i, k;
+  int v;
+  const gpuplan_result_field *d = gpuplan_result_fields("catalog", &nd, &v);
+  (void)state;
+  assert_non_null(d);
+  assert_string_equal(gpuplan_result_table("catalog"), "rows");
+  for (k = 0; k < GPUPLAN_KIND_COUNT; k++) {
+    size_t nf;
+    const gpuplan_field *f = gpuplan_kind_fields((gpuplan_kind)k, &nf);
+    for (i = 0; i < nf; i++) {
+      static const char *const prefixes[] = {"rows[].", "record."};
+      size_t p;
+      for (p = 0; p < 2; p++) {
+        char path[128];
+        size_t j;
+        int found = 0;
+        gpuplan_value_type want = f[i].type == GPUPLAN_FIELD_STRING ? GPUPLAN_VALUE_STRING
+                                  : f[i].type == GPUPLAN_FIELD_REAL ? GPUPLAN_VALUE_REAL
+                                  : f[i].type == GPUPLAN_FIELD_BOOL ? GPUPLAN_VALUE_BOOL
+                                                                    : GPUPLAN_VALUE_INT;
+        snprintf(path, sizeof path, "%s%s", prefixes[p], f[i].name);
+        for (j = 0; j < nd; j++)
+          if (strcmp(d[j].path, path) == 0) {
+            found++;
+            if (d[j].type != want || strcmp(d[j].unit, f[i].unit) != 0)
+              fail_msg("%s: described as type %d unit '%s'; fields.c says %d '%s'", path, d[j].type, d[j].unit,
+                       want, f[i].unit);
+          }
+        if (found != 1) fail_msg("%s: described %d times", path, found);
+      }
+    }
+  }
+  /* ... and nothing else under them. */
+  for (i = 0; i < nd; i++) {
+    const char *name = NULL;
+    int found = 0;
+    if (strncmp(d[i].path, "rows[].", 7) == 0) name = d[i].path + 7;
+    else if (strncmp(d[i].path, "record.", 7) == 0) name = d[i].path + 7;
+    if (!name) continue;
+    for (k = 0; k < GPUPLAN_KIND_COUNT && !found; k++) {
+      size_t nf, j;
+      const gpuplan_field *f = gpuplan_kind_fields((gpuplan_kind)k, &nf);
+      for (j = 0; j < nf; j++) found |= strcmp(f[j].name, name) == 0;
+    }
+    if (!found) fail_msg("%s is described but no record has it", d[i].path);
+  }
+}
+
+static void test_jobtools__catalog_lists_show_info(void **state) {
+  fixture *f = *state;
+  gpuplan_job *job;
+  gpuplan_doc *doc;
+  const gpuplan_gpu *g;
+  assert_int_equal(gpuplan_job_new(f->ctx, f->cat, &job), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_set(job, "subcommand", "gpus"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "catalog", &doc), GPUPLAN_OK);
+  assert_int_equal(gpuplan_value_count(gpuplan_value_get(gpuplan_doc_root(doc), "rows")),
+                   gpuplan_catalog_count(f->cat, GPUPLAN_KIND_GPU));
+  assert_int_equal(gpuplan_catalog_gpu(f->cat, "h100-sxm", &g), GPUPLAN_OK);
+  {
+    /* The CSV's columns are the record's fields, in fields.c's order. */
+    size_t n;
+    const char *csv = gpuplan_doc_csv(doc, &n);
+    assert_non_null(csv);
+    assert_memory_equal(csv, "id,name,vendor,architecture,", 28);
+  }
+  gpuplan_doc_free(doc);
+  gpuplan_job_reset(job);
+  assert_int_equal(gpuplan_job_set(job, "subcommand", "show"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_set(job, "name", "H100 SXM"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "catalog", &doc), GPUPLAN_OK);
+  assert_string_equal(sval(doc, "kind"), "gpu");
+  assert_string_equal(sval(doc, "record.id"), g->id);
+  assert_int_equal(ival(doc, "record.memory_bytes"), (int64_t)g->memory_bytes);
+  assert_true(isnull(doc, "record.fp4_flops")); /* NaN in the struct: not published */
+  gpuplan_doc_free(doc);
+  /* An ambiguous name is EAMBIGUOUS naming the option; a miss suggests. */
+  assert_int_equal(gpuplan_job_set(job, "name", "h100"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "catalog", &doc), GPUPLAN_EAMBIGUOUS);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "name: "));
+  assert_int_equal(gpuplan_job_set(job, "name", "h10O-sxm"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "catalog", &doc), GPUPLAN_ENOTFOUND);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "did you mean h100-sxm5-80gb"));
+  assert_int_equal(gpuplan_job_set(job, "kind", "model"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "catalog", &doc), GPUPLAN_ENOTFOUND);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "unknown model"));
+  gpuplan_job_reset(job);
+  assert_int_equal(gpuplan_job_set(job, "subcommand", "show"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "catalog", &doc), GPUPLAN_EINVAL);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "NAME"));
+  gpuplan_job_reset(job);
+  assert_int_equal(gpuplan_job_set(job, "subcommand", "info"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "catalog", &doc), GPUPLAN_OK);
+  assert_true(isnull(doc, "info.path"));
+  assert_int_equal(ival(doc, "info.counts.models"), (int64_t)gpuplan_catalog_count(f->cat, GPUPLAN_KIND_MODEL));
+  assert_null(gpuplan_doc_csv(doc, NULL)); /* no table */
+  gpuplan_doc_free(doc);
+  assert_int_equal(gpuplan_job_set(job, "name", "t4"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "catalog", &doc), GPUPLAN_EINVAL);
+  gpuplan_job_free(job);
+}
+
+/* The replay document carries gpuplan_snapshot_replay()'s figures; the
+ * snapshot as bytes gives the same document, with no file. */
+static void test_jobtools__replay_file_and_bytes(void **state) {
+  fixture *f = *state;
+  gpuplan_job *job;
+  gpuplan_doc *a, *b;
+  gpuplan_snapshot *s;
+  gpuplan_replay_result r;
+  char path[1024];
+  size_t len;
+  char *bytes;
+  snprintf(path, sizeof path, "%s/cs336-ctx128-forward.pickle", traces_dir());
+  bytes = slurp(path, &len);
+  assert_int_equal(gpuplan_snapshot_load(f->ctx, path, 0, &s), GPUPLAN_OK);
+  assert_int_equal(gpuplan_snapshot_replay(f->ctx, s, NULL, &r), GPUPLAN_OK);
+  gpuplan_snapshot_free(s);
+  assert_int_equal(gpuplan_job_new(f->ctx, f->cat, &job), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_set(job, "file", path), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "replay", &a), GPUPLAN_OK);
+  assert_string_equal(sval(a, "mode"), "exact");
+  assert_int_equal(ival(a, "peak_reserved_bytes"), (int64_t)r.peak_reserved);
+  assert_int_equal(ival(a, "peak_allocated_bytes"), (int64_t)r.peak_allocated);
+  assert_int_equal(ival(a, "allocs"), (int64_t)r.allocs);
+  assert_true(r.exact);
+  assert_null(gpuplan_value_get(gpuplan_doc_root(a), "timeline"));
+  assert_null(gpuplan_value_get(gpuplan_doc_root(a), "summary"));
+  /* file set: the bytes entry point refuses it, naming the option */
+  assert_int_equal(gpuplan_job_run_snapshot(job, bytes, len, &b), GPUPLAN_EINVAL);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "file"));
+  assert_int_equal(gpuplan_job_unset(job, "file"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run_snapshot(job, bytes, len, &b), GPUPLAN_OK);
+  assert_true(isnull(b, "file"));
+  {
+    /* Equal but for "file". */
+    char *ja = strdup(gpuplan_doc_json(a, 0, NULL)), *jb = strdup(gpuplan_doc_json(b, 0, NULL));
+    char *fa = strstr(ja, "\"device\""), *fb = strstr(jb, "\"device\"");
+    assert_non_null(fa);
+    assert_non_null(fb);
+    assert_string_equal(fa, fb);
+    free(ja);
+    free(jb);
+  }
+  gpuplan_doc_free(a);
+  gpuplan_doc_free(b);
+  /* An option replay does not take is refused by both entry points. */
+  assert_int_equal(gpuplan_job_set(job, "tp", "2"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run_snapshot(job, bytes, len, &b), GPUPLAN_EINVAL);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "tp"));
+  assert_null(b);
+  gpuplan_job_free(job);
+  free(bytes);
+}
+
+static void test_jobtools__replay_options(void **state) {
+  fixture *f = *state;
+  gpuplan_job *job;
+  gpuplan_doc *d;
+  char path[1024];
+  size_t n, i;
+  const gpuplan_value *al, *re;
+  snprintf(path, sizeof path, "%s/cs336-ctx128-forward.pickle", traces_dir());
+  assert_int_equal(gpuplan_job_new(f->ctx, f->cat, &job), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_set(job, "file", path), GPUPLAN_OK);
+  /* The lab's card: 18700 MiB; the default OOMs, stranded memory in the text. */
+  assert_int_equal(gpuplan_job_set(job, "capacity", "18700"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_set(job, "timeline", "true"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "replay", &d), GPUPLAN_OK);
+  assert_string_equal(sval(d, "mode"), "what-if");
+  assert_int_equal(ival(d, "capacity_bytes"), 18700ll << 20);
+  assert_int_equal(ival(d, "num_ooms"), 1);
+  assert_non_null(strstr(sval(d, "oom_message"), "175.86 MiB is reserved by PyTorch but unallocated"));
+  al = gpuplan_value_path(gpuplan_doc_root(d), "timeline.allocated_bytes");
+  re = gpuplan_value_path(gpuplan_doc_root(d), "timeline.reserved_bytes");
+  n = gpuplan_value_count(al);
+  assert_int_equal(n, (size_t)ival(d, "events"));
+  assert_int_equal(gpuplan_value_count(re), n);
+  {
+    int64_t peak = 0;
+    for (i = 0; i < n; i++) {
+      int64_t x = gpuplan_value_int(gpuplan_value_at(re, i));
+      assert_true(gpuplan_value_int(gpuplan_value_at(al, i)) <= x);
+      if (x > peak) peak = x;
+    }
+    assert_int_equal(peak, ival(d, "peak_reserved_bytes"));
+  }
+  gpuplan_doc_free(d);
+  /* capacity and gpu together: refused */
+  assert_int_equal(gpuplan_job_set(job, "gpu", "a100-40gb"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "replay", &d), GPUPLAN_EINVAL);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "capacity, gpu"));
+  assert_int_equal(gpuplan_job_unset(job, "capacity"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "replay", &d), GPUPLAN_OK);
+  assert_string_equal(sval(d, "gpu"), "a100-sxm4-40gb");
+  gpuplan_doc_free(d);
+  /* An unknown GPU names the option. */
+  assert_int_equal(gpuplan_job_set(job, "gpu", "h10O-sxm"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "replay", &d), GPUPLAN_ENOTFOUND);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "gpu: "));
+  assert_int_equal(gpuplan_job_unset(job, "gpu"), GPUPLAN_OK);
+  /* A bad alloc conf is the option's EINVAL. */
+  assert_int_equal(gpuplan_job_set(job, "alloc_conf", "bogus:1"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "replay", &d), GPUPLAN_EINVAL);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "alloc_conf (--alloc-conf): alloc conf: unknown key 'bogus'"));
+  /* L7: a capacity under 1 MiB is refused, not taken as unlimited. */
+  assert_int_equal(gpuplan_job_set(job, "capacity", "1e-9"), GPUPLAN_EINVAL);
+  assert_int_equal(gpuplan_job_set(job, "capacity", "0"), GPUPLAN_EINVAL);
+  gpuplan_job_free(job);
+}
+
+static void test_jobtools__explain_oom(void **state) {
+  fixture *f = *state;
+  gpuplan_job *job;
+  gpuplan_doc *d;
+  assert_int_equal(gpuplan_job_new(f->ctx, f->cat, &job), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_set(job, "message",
+                                   "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+                                   "79.15 GiB of which 1.20 GiB is free. Of the allocated memory 70.00 GiB is "
+                                   "allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated."),
+                   GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  assert_string_equal(sval(d, "verdict"), "fragmentation");
+  assert_int_equal(ival(d, "tried_bytes"), 2ll << 30);
+  assert_int_equal(ival(d, "format"), 2);
+  gpuplan_doc_free(d);
+  gpuplan_job_reset(job);
+  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_EINVAL);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "message"));
+  gpuplan_job_free(job);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_jobtools__catalog_records_described_once),
+    cmocka_unit_test_setup_teardown(test_jobtools__catalog_lists_show_info, fixture_setup, fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_jobtools__replay_file_and_bytes, fixture_setup, fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_jobtools__replay_options, fixture_setup, fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_jobtools__explain_oom, fixture_setup, fixture_teardown),
+  };
+  return cmocka_run_group_tests_name("jobtools", tests, NULL, NULL);
+}
