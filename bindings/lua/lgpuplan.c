@@ -61,26 +61,6 @@ static void set_str(lua_State *L, const char *k, const char *v) {
   lua_setfield(L, -2, k);
 }
 
-static void set_bool(lua_State *L, const char *k, int v) {
-  lua_pushboolean(L, v);
-  lua_setfield(L, -2, k);
-}
-
-static void push_record(lua_State *L, gpuplan_kind kind, const void *rec) {
-  size_t n, i;
-  const gpuplan_field *fd = gpuplan_kind_fields(kind, &n);
-  lua_createtable(L, 0, (int)n);
-  for (i = 0; i < n; i++) {
-    const char *p = (const char *)rec + fd[i].offset;
-    switch (fd[i].type) {
-    case GPUPLAN_FIELD_STRING: set_str(L, fd[i].name, *(const char *const *)p); break;
-    case GPUPLAN_FIELD_INT: set_int(L, fd[i].name, *(const int64_t *)p); break;
-    case GPUPLAN_FIELD_UINT: set_u64(L, fd[i].name, *(const uint64_t *)p); break;
-    case GPUPLAN_FIELD_REAL: set_num(L, fd[i].name, *(const double *)p); break;
-    case GPUPLAN_FIELD_BOOL: set_bool(L, fd[i].name, *(const int *)p); break;
-    }
-  }
-}
 
 /* --- the catalog handle ------------------------------------------------------ */
 
@@ -146,57 +126,8 @@ static int l_open(lua_State *L) {
   return 1;
 }
 
-static int kind_of(lua_State *L, int arg) {
-  static const char *const names[] = {"gpu", "fabric", "node", "model", NULL};
-  static const char *const plural[] = {"gpus", "fabrics", "nodes", "models", NULL};
-  const char *s = luaL_checkstring(L, arg);
-  int k;
-  for (k = 0; names[k]; k++)
-    if (strcmp(s, names[k]) == 0 || strcmp(s, plural[k]) == 0) return k;
-  return luaL_argerror(L, arg, lua_pushfstring(L, "'%s' is not gpu, node, model or fabric", s));
-}
-
-/* cat:find(kind, name) -> record | nil, msg, code */
-static int catalog_find(lua_State *L) {
-  lcatalog *c = check_catalog(L);
-  int kind = kind_of(L, 2);
-  const char *name = luaL_checkstring(L, 3);
-  const void *rec;
-  int rc = gpuplan_catalog_find(c->cat, (gpuplan_kind)kind, name, &rec);
-  if (rc) return fail(L, rc, gpuplan_errmsg(c->ctx));
-  push_record(L, (gpuplan_kind)kind, rec);
-  return 1;
-}
-
-/* cat:list(kind) -> array of records */
-static int catalog_list(lua_State *L) {
-  lcatalog *c = check_catalog(L);
-  int kind = kind_of(L, 2);
-  size_t n = gpuplan_catalog_count(c->cat, (gpuplan_kind)kind), i;
-  lua_createtable(L, (int)n, 0);
-  for (i = 0; i < n; i++) {
-    push_record(L, (gpuplan_kind)kind, gpuplan_catalog_at(c->cat, (gpuplan_kind)kind, i));
-    lua_rawseti(L, -2, (int)i + 1);
-  }
-  return 1;
-}
-
 /* --- option readers for devices (moving to the job API) ------------------- */
 
-static int64_t opt_int(lua_State *L, int opts, const char *k, int64_t dflt) {
-  int64_t v = dflt;
-  if (lua_isnoneornil(L, opts)) return dflt;
-  lua_getfield(L, opts, k);
-  if (!lua_isnil(L, -1)) {
-    lua_Number x;
-    if (!lua_isnumber(L, -1)) luaL_error(L, "option '%s' must be a number", k);
-    x = lua_tonumber(L, -1);
-    if (x != floor(x) || !(fabs(x) < 9.2e18)) luaL_error(L, "option '%s' must be an integer", k);
-    v = lua_isinteger(L, -1) ? (int64_t)lua_tointeger(L, -1) : (int64_t)x;
-  }
-  lua_pop(L, 1);
-  return v;
-}
 
 static double opt_num(lua_State *L, int opts, const char *k, double dflt) {
   double v = dflt;
@@ -532,122 +463,109 @@ static int catalog_devices(lua_State *L) {
 
 /* --- module functions ---------------------------------------------------------- */
 
-/* gpuplan.explain_oom(text) -> {verdict, ..., explanation} | nil, msg, code */
-static int l_explain_oom(lua_State *L) {
-  static const char *const verdicts[] = {"fragmentation", "mixed", "demand", "other-process", "fraction"};
-  const char *text = luaL_checkstring(L, 1);
-  gpuplan_ctx *ctx = NULL;
-  gpuplan_oom_info o;
-  gpuplan_oom_verdict v;
-  char *expl = NULL;
-  char msg[512];
-  int rc;
-  if ((rc = gpuplan_ctx_new(&ctx, NULL))) return fail(L, rc, NULL);
-  rc = gpuplan_oom_parse(ctx, text, &o);
-  if (!rc) rc = gpuplan_oom_explain(ctx, &o, &v, &expl);
-  if (rc) {
-    snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(ctx));
-    gpuplan_ctx_free(ctx);
-    return fail(L, rc, msg);
+/* --- catalog, replay and explain-oom through the job API ---------------------- */
+
+/* Run command with a table of options built here: pairs of key, value
+ * strings at the stack top are set first (count pairs), then the user's
+ * options at opts (0: none). */
+static int run_with(lua_State *L, lcatalog *c, const char *command, const char *const *kv, int opts) {
+  int t, i;
+  lua_newtable(L);
+  t = lua_gettop(L);
+  if (opts && !lua_isnoneornil(L, opts)) {
+    luaL_checktype(L, opts, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, opts)) {
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_settable(L, t);
+    }
   }
-  {
-    /* copied out and freed before anything that can raise */
-    char text_out[4096];
-    gpuplan_oom_info info = o;
-    snprintf(text_out, sizeof text_out, "%s", expl ? expl : "");
-    gpuplan_free(ctx, expl);
-    gpuplan_ctx_free(ctx);
-    lua_createtable(L, 0, 10);
-    set_str(L, "verdict", verdicts[v]);
-    set_u64(L, "tried_bytes", info.tried);
-    set_u64(L, "total_bytes", info.total);
-    set_u64(L, "free_bytes", info.free);
-    set_u64(L, "allocated_bytes", info.allocated);
-    set_u64(L, "reserved_unallocated_bytes", info.unallocated);
-    set_u64(L, "process_bytes", info.process);
-    set_u64(L, "other_processes_bytes", info.others);
-    set_u64(L, "allowed_bytes", info.allowed);
-    lua_pushstring(L, text_out);
+  for (i = 0; kv[i]; i += 2) {
+    if (!kv[i + 1]) continue;
+    lua_pushstring(L, kv[i + 1]);
+    lua_setfield(L, t, kv[i]);
   }
-  lua_setfield(L, -2, "explanation");
+  return run_job(L, c, command, 0, 0, t);
+}
+
+/* The field of the document on top, in its place (nil, msg, code pass through). */
+static int field_of(lua_State *L, int n, const char *field) {
+  if (n != 1) return n;
+  lua_getfield(L, -1, field);
+  lua_remove(L, -2);
   return 1;
 }
 
-/* gpuplan.replay(path [, {alloc_conf=, capacity=, device=}]) -> run | nil, msg, code */
-static int l_replay(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
-  char confbuf[512], msg[512];
-  gpuplan_replay_options o = GPUPLAN_REPLAY_OPTIONS_INIT;
-  gpuplan_replay_result r;
-  gpuplan_ctx *ctx = NULL;
-  gpuplan_snapshot *s = NULL;
-  int64_t capacity, device;
-  int rc;
-  if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
-  capacity = opt_int(L, 2, "capacity", 0);
-  device = opt_int(L, 2, "device", 0);
-  o.alloc_conf = opt_str(L, 2, "alloc_conf", confbuf, sizeof confbuf);
-  if (capacity < 0) return luaL_error(L, "option 'capacity' (bytes) must not be negative");
-  if (device < 0 || device > 1024) return luaL_error(L, "option 'device' must be in 0..1024");
-  o.capacity = (uint64_t)capacity;
-  if ((rc = gpuplan_ctx_new(&ctx, NULL))) return fail(L, rc, NULL);
-  rc = gpuplan_snapshot_load(ctx, path, (int)device, &s);
-  if (!rc) rc = gpuplan_snapshot_replay(ctx, s, &o, &r);
-  if (rc) {
-    snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(ctx));
-    gpuplan_snapshot_free(s);
-    gpuplan_ctx_free(ctx);
-    return fail(L, rc, msg);
-  }
-  /* every value is copied out before anything that can raise */
-  {
-    size_t trace_events = gpuplan_snapshot_event_count(s), segs = gpuplan_snapshot_segment_count(s);
-    char divergence[sizeof r.divergence], oom[sizeof r.oom_message];
-    snprintf(divergence, sizeof divergence, "%s", r.divergence);
-    snprintf(oom, sizeof oom, "%s", r.oom_message);
-    gpuplan_snapshot_free(s);
-    gpuplan_ctx_free(ctx);
-    lua_createtable(L, 0, 28);
-    set_str(L, "file", path);
-    set_str(L, "mode", o.alloc_conf || o.capacity ? "what-if" : "exact");
-    set_str(L, "alloc_conf", o.alloc_conf);
-    set_u64(L, "capacity_bytes", o.capacity);
-    set_u64(L, "events", r.events);
-    set_u64(L, "trace_events", trace_events);
-    set_u64(L, "segments_in_file", segs);
-    set_bool(L, "rebuilt_start", r.rebuilt_start);
-    set_bool(L, "exact", r.exact);
-    set_u64(L, "allocs", r.allocs);
-    set_u64(L, "segment_allocs", r.segment_allocs);
-    if (r.diverged_at != SIZE_MAX) {
-      set_u64(L, "diverged_at", r.diverged_at);
-      set_str(L, "divergence", divergence);
-    }
-    set_u64(L, "start_allocated_bytes", r.start_allocated);
-    set_u64(L, "start_reserved_bytes", r.start_reserved);
-    set_u64(L, "peak_allocated_bytes", r.peak_allocated);
-    set_u64(L, "peak_reserved_bytes", r.peak_reserved);
-    set_u64(L, "final_allocated_bytes", r.final_allocated);
-    set_u64(L, "final_reserved_bytes", r.final_reserved);
-    set_u64(L, "allocated_at_peak_reserved_bytes", r.allocated_at_peak_reserved);
-    set_u64(L, "largest_free_at_peak_bytes", r.largest_free_at_peak);
-    set_u64(L, "total_free_at_peak_bytes", r.total_free_at_peak);
-    set_num(L, "fragmentation", r.fragmentation);
-    set_int(L, "num_alloc_retries", r.num_alloc_retries);
-    set_int(L, "num_ooms", r.num_ooms);
-    if (r.oom_event != SIZE_MAX) {
-      set_u64(L, "oom_event", r.oom_event);
-      set_str(L, "oom_message", oom);
-    }
-  }
-  return 1;
+static const char *singular(const char *k) {
+  if (strcmp(k, "gpus") == 0) return "gpu";
+  if (strcmp(k, "nodes") == 0) return "node";
+  if (strcmp(k, "models") == 0) return "model";
+  if (strcmp(k, "fabrics") == 0) return "fabric";
+  return k;
 }
+
+/* cat:find(kind, name) -> record | nil, msg, code */
+static int catalog_find(lua_State *L) {
+  lcatalog *c = check_catalog(L);
+  const char *kv[] = {"subcommand", "show", "kind", singular(luaL_checkstring(L, 2)), "name", luaL_checkstring(L, 3),
+                      NULL};
+  return field_of(L, run_with(L, c, "catalog", kv, 0), "record");
+}
+
+/* cat:list(kind) -> array of records | nil, msg, code */
+static int catalog_list(lua_State *L) {
+  lcatalog *c = check_catalog(L);
+  const char *kind = luaL_checkstring(L, 2);
+  char plural[16];
+  const char *kv[3];
+  snprintf(plural, sizeof plural, "%s%s", kind, kind[0] && kind[strlen(kind) - 1] == 's' ? "" : "s");
+  kv[0] = "subcommand";
+  kv[1] = plural;
+  kv[2] = NULL;
+  return field_of(L, run_with(L, c, "catalog", kv, 0), "rows");
+}
+
+/* cat:explain_oom(message) -> explanation | nil, msg, code */
+static int catalog_explain_oom(lua_State *L) {
+  lcatalog *c = check_catalog(L);
+  const char *kv[] = {"message", luaL_checkstring(L, 2), NULL};
+  return run_with(L, c, "explain-oom", kv, 0);
+}
+
+/* cat:replay(path [, opts]) -> replay | nil, msg, code */
+static int catalog_replay(lua_State *L) {
+  lcatalog *c = check_catalog(L);
+  const char *kv[] = {"file", luaL_checkstring(L, 2), NULL};
+  return run_with(L, c, "replay", kv, 3);
+}
+
+/* gpuplan.explain_oom(message), gpuplan.replay(path [, opts]): on the built-in
+ * catalog, opened for the call. */
+static int with_default(lua_State *L, lua_CFunction f) {
+  int n, base = lua_gettop(L);
+  lua_pushcfunction(L, l_open);
+  lua_call(L, 0, 3);
+  if (lua_isnil(L, -3)) return 3;
+  lua_pop(L, 2);
+  lua_insert(L, 1); /* the catalog as self */
+  n = f(L);
+  /* close it now rather than at collection */
+  lua_pushcfunction(L, catalog_close);
+  lua_pushvalue(L, 1);
+  lua_call(L, 1, 0);
+  (void)base;
+  return n;
+}
+static int l_explain_oom(lua_State *L) { return with_default(L, catalog_explain_oom); }
+static int l_replay(lua_State *L) { return with_default(L, catalog_replay); }
 
 static const luaL_Reg catalog_methods[] = {
   {"find", catalog_find},         {"list", catalog_list},       {"plan", catalog_plan},
   {"fits", catalog_fits},         {"perf", catalog_perf},       {"search", catalog_search},
   {"simulate", catalog_simulate}, {"devices", catalog_devices}, {"close", catalog_close},
   {"run", catalog_run},            {"serve", catalog_serve},
+  {"explain_oom", catalog_explain_oom}, {"replay", catalog_replay},
   {NULL, NULL}
 };
 

@@ -29,9 +29,7 @@ from ._gpuplan import (  # noqa: F401
 )
 from ._gpuplan import Catalog as _Catalog
 from ._gpuplan import Document
-from ._gpuplan import explain_oom as _explain_oom
 from ._gpuplan import options, result_fields, result_kinds  # noqa: F401
-from ._gpuplan import replay as _replay
 from ._gpuplan import _register
 
 __all__ = [
@@ -122,6 +120,19 @@ def _plain(v):
     return v
 
 
+_KINDS = {"gpus": "gpu", "nodes": "node", "models": "model", "fabrics": "fabric"}
+_default_lock = __import__("threading").Lock()
+_default_catalog = []
+
+
+def _default():
+    """The built-in catalog, opened once, for the module-level functions."""
+    with _default_lock:
+        if not _default_catalog:
+            _default_catalog.append(Catalog())
+        return _default_catalog[0]
+
+
 class Catalog(_Catalog):
     """The hardware and model catalog, and the planners that use it.
 
@@ -149,26 +160,42 @@ class Catalog(_Catalog):
     def __exit__(self, *exc):
         self.close()
 
-    # records
+    # records: the catalog command's documents
+    def catalog(self, subcommand, **options):
+        """``gpuplan catalog SUBCOMMAND --json``: "gpus", "nodes", "models",
+        "fabrics" (``rows``), "show" (``record``; with ``name``, optionally
+        ``kind``) or "info"."""
+        return self.run("catalog", subcommand=subcommand, **options)
+
     def gpus(self):
-        """Every GPU SKU (``gpuplan catalog gpus --json``)."""
-        return [Result(d) for d in self.records("gpus")]
+        """Every GPU SKU (``gpuplan catalog gpus --json``'s rows)."""
+        return self.run("catalog", subcommand="gpus").rows
 
     def nodes(self):
         """Every node / cloud VM."""
-        return [Result(d) for d in self.records("nodes")]
+        return self.run("catalog", subcommand="nodes").rows
 
     def models(self):
         """Every model."""
-        return [Result(d) for d in self.records("models")]
+        return self.run("catalog", subcommand="models").rows
 
     def fabrics(self):
         """Every interconnect (NVLink, PCIe, InfiniBand, Ethernet)."""
-        return [Result(d) for d in self.records("fabrics")]
+        return self.run("catalog", subcommand="fabrics").rows
 
     def find(self, kind, name):
         """One record by id, name or alias (raises NotFoundError/AmbiguousError)."""
-        return Result(_Catalog.find(self, kind, name))
+        return self.run("catalog", subcommand="show", kind=_KINDS.get(kind, kind), name=name).record
+
+    def explain_oom(self, message):
+        """Read a PyTorch out-of-memory message (``gpuplan explain-oom --json``)."""
+        return self.run("explain-oom", message=message)
+
+    def replay(self, path, **options):
+        """Replay a torch memory snapshot (``gpuplan replay FILE --json``); options
+        as the command's: ``alloc_conf``, ``capacity`` (MiB, or "18700MiB"),
+        ``gpu``, ``device``, ``timeline``, ``summary``, ``torch``."""
+        return self.run("replay", file=_os.fspath(path), **options)
 
     # planners: plan, perf, search, simulate and run come from the C type
     def fits(self, model, gpu=None, **options):
@@ -186,29 +213,27 @@ class Catalog(_Catalog):
         return [Result(d) for d in _Catalog.devices(self, sim, list(faults) if faults else None, load, busy, mem)]
 
 
-def replay(path, alloc_conf=None, capacity=0, device=0, gpu=None, catalog=None, timeline=False):
+def replay(path, alloc_conf=None, capacity=None, device=None, gpu=None, catalog=None, timeline=None, **options):
     """Replay a torch.cuda.memory._dump_snapshot() pickle (``gpuplan replay --json``).
 
     With ``alloc_conf`` (PYTORCH_CUDA_ALLOC_CONF) or a device ``capacity``
     in bytes, the same program runs under other settings (what-if);
     ``gpu="a100-40gb"`` sets the capacity to the SKU's memory less its CUDA
-    context, as ``gpuplan replay --gpu``.  ``timeline=True`` adds
-    ``timeline.allocated_bytes`` (bytes requested by live tensors) and
-    ``timeline.reserved_bytes`` (segments held from the driver), one point
-    per allocator trace entry, for plotting.  Releases the GIL.
+    context, as ``gpuplan replay --gpu``.  ``timeline=True`` adds the
+    allocated and reserved bytes after every event, for plotting.  Releases
+    the GIL.
     """
-    if not _os.path.exists(path):  # the builtin a Python user catches
+    if not isinstance(path, (bytes, bytearray)) and not _os.path.exists(path):  # the builtin a Python user catches
         raise FileNotFoundError(_errno.ENOENT, _os.strerror(_errno.ENOENT), _os.fspath(path))
-    if gpu is not None:
-        cat = catalog if catalog is not None else Catalog()
-        g = cat.find("gpu", gpu)
-        capacity = max(0, g.memory_bytes - g.context_bytes)
-    return Result(_replay(path, alloc_conf, capacity, device, timeline))
+    cat = catalog if catalog is not None else _default()
+    if capacity:
+        options["capacity"] = "%dB" % capacity
+    return cat.replay(path, alloc_conf=alloc_conf, device=device, gpu=gpu, timeline=timeline, **options)
 
 
 def explain_oom(text):
     """Read a PyTorch OutOfMemoryError message (``gpuplan explain-oom``)."""
-    return Result(_explain_oom(text))
+    return _default().explain_oom(text)
 
 
 _register(Result)
