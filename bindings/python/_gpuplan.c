@@ -92,47 +92,7 @@ static void unlock_catalog(CatalogObject *self) { PyThread_release_lock(self->lo
 
 /* --- records as dicts, from the field descriptors ------------------------- */
 
-static PyObject *record_dict(gpuplan_kind kind, const void *rec) {
-  size_t n, i;
-  const gpuplan_field *fd = gpuplan_kind_fields(kind, &n);
-  PyObject *d = PyDict_New();
-  if (!d) return NULL;
-  for (i = 0; i < n; i++) {
-    const char *p = (const char *)rec + fd[i].offset;
-    PyObject *v = NULL;
-    switch (fd[i].type) {
-    case GPUPLAN_FIELD_STRING:
-      if (*(const char *const *)p) v = PyUnicode_FromString(*(const char *const *)p);
-      else v = Py_NewRef(Py_None);
-      break;
-    case GPUPLAN_FIELD_INT: v = PyLong_FromLongLong(*(const int64_t *)p); break;
-    case GPUPLAN_FIELD_UINT: v = PyLong_FromUnsignedLongLong(*(const uint64_t *)p); break;
-    case GPUPLAN_FIELD_REAL:
-      v = isfinite(*(const double *)p) ? PyFloat_FromDouble(*(const double *)p) : Py_NewRef(Py_None);
-      break;
-    case GPUPLAN_FIELD_BOOL: v = PyBool_FromLong(*(const int *)p); break;
-    }
-    if (!v || PyDict_SetItemString(d, fd[i].name, v) < 0) {
-      Py_XDECREF(v);
-      Py_DECREF(d);
-      return NULL;
-    }
-    Py_DECREF(v);
-  }
-  return d;
-}
 
-static int kind_of(const char *s, gpuplan_kind *out) {
-  static const char *const names[] = {"gpu", "fabric", "node", "model"};
-  static const char *const plural[] = {"gpus", "fabrics", "nodes", "models"};
-  int k;
-  for (k = 0; k < GPUPLAN_KIND_COUNT; k++)
-    if (strcmp(s, names[k]) == 0 || strcmp(s, plural[k]) == 0) {
-      *out = (gpuplan_kind)k;
-      return 1;
-    }
-  return 0;
-}
 
 /* --- Catalog --------------------------------------------------------------- */
 
@@ -219,50 +179,7 @@ static PyObject *Catalog_reduce_ex(CatalogObject *self, PyObject *proto) {
   return NULL;
 }
 
-static PyObject *Catalog_records(CatalogObject *self, PyObject *arg) {
-  modstate *st = state_of_module(self->module);
-  const char *k = PyUnicode_AsUTF8(arg);
-  gpuplan_kind kind;
-  PyObject *list;
-  size_t i, n;
-  if (!k) return NULL;
-  if (!kind_of(k, &kind)) {
-    PyErr_Format(st->InvalidError, "kind: '%s' is not one of gpus, nodes, models, fabrics", k);
-    return NULL;
-  }
-  if (lock_catalog(self, st)) return NULL;
-  n = gpuplan_catalog_count(self->cat, kind);
-  list = PyList_New((Py_ssize_t)n);
-  for (i = 0; list && i < n; i++) {
-    PyObject *d = record_dict(kind, gpuplan_catalog_at(self->cat, kind, i));
-    if (!d) {
-      Py_CLEAR(list);
-      break;
-    }
-    PyList_SET_ITEM(list, (Py_ssize_t)i, d);
-  }
-  unlock_catalog(self);
-  return list;
-}
 
-static PyObject *Catalog_find(CatalogObject *self, PyObject *args) {
-  modstate *st = state_of_module(self->module);
-  const char *k, *name;
-  gpuplan_kind kind;
-  const void *rec = NULL;
-  PyObject *res;
-  int rc;
-  if (!PyArg_ParseTuple(args, "ss:find", &k, &name)) return NULL;
-  if (!kind_of(k, &kind)) {
-    PyErr_Format(st->InvalidError, "kind: '%s' is not one of gpu, node, model, fabric", k);
-    return NULL;
-  }
-  if (lock_catalog(self, st)) return NULL;
-  rc = gpuplan_catalog_find(self->cat, kind, name, &rec);
-  res = rc ? raise_code(st, rc, gpuplan_errmsg(self->ctx)) : record_dict(kind, rec);
-  unlock_catalog(self);
-  return res;
-}
 
 /* --- result documents: lazy views over the library's documents ------------- */
 
@@ -1015,8 +932,6 @@ done:
 }
 
 static PyMethodDef Catalog_methods[] = {
-  {"records", (PyCFunction)Catalog_records, METH_O, "records(kind) -> list of dicts (gpus, nodes, models, fabrics)"},
-  {"find", (PyCFunction)Catalog_find, METH_VARARGS, "find(kind, name) -> dict (id, name or alias)"},
   {"run", (PyCFunction)(void (*)(void))Catalog_run, METH_VARARGS | METH_KEYWORDS,
    "run(command, **options) -> Result: any command of the job API (gpuplan.options() lists the options)"},
   {"plan", (PyCFunction)(void (*)(void))Catalog_plan, METH_VARARGS | METH_KEYWORDS,
@@ -1054,187 +969,7 @@ static PyType_Spec Catalog_spec = {
 
 /* --- module functions ------------------------------------------------------- */
 
-/* Memory over the replay, one point per allocator trace entry: bytes
- * requested by live tensors and bytes reserved from the driver.  Collected
- * without the GIL (PyMem_Raw*), turned into lists after. */
-typedef struct timeline {
-  int64_t allocated, reserved;
-  size_t n, cap;
-  int64_t *a, *r;
-  int failed;
-} timeline;
-
-static void timeline_add(void *payload, const gpuplan_alloc_event *ev) {
-  timeline *t = (timeline *)payload;
-  switch (ev->action) {
-  case GPUPLAN_ACT_ALLOC: t->allocated += (int64_t)ev->size; break;
-  case GPUPLAN_ACT_FREE_COMPLETED: t->allocated -= (int64_t)ev->size; break;
-  case GPUPLAN_ACT_SEGMENT_ALLOC:
-  case GPUPLAN_ACT_SEGMENT_MAP: t->reserved += (int64_t)ev->size; break;
-  case GPUPLAN_ACT_SEGMENT_FREE:
-  case GPUPLAN_ACT_SEGMENT_UNMAP: t->reserved -= (int64_t)ev->size; break;
-  default: return;
-  }
-  if (t->failed) return;
-  if (t->n == t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 4096;
-    int64_t *a = (int64_t *)PyMem_RawRealloc(t->a, cap * sizeof *a);
-    int64_t *r = a ? (int64_t *)PyMem_RawRealloc(t->r, cap * sizeof *r) : NULL;
-    if (a) t->a = a;
-    if (!a || !r) {
-      t->failed = 1;
-      return;
-    }
-    t->r = r;
-    t->cap = cap;
-  }
-  t->a[t->n] = t->allocated;
-  t->r[t->n] = t->reserved;
-  t->n++;
-}
-
-static PyObject *int_list(const int64_t *v, size_t n) {
-  PyObject *l = PyList_New((Py_ssize_t)n);
-  size_t i;
-  for (i = 0; l && i < n; i++) {
-    PyObject *x = PyLong_FromLongLong(v[i]);
-    if (!x) {
-      Py_CLEAR(l);
-      break;
-    }
-    PyList_SET_ITEM(l, (Py_ssize_t)i, x);
-  }
-  return l;
-}
-
-static PyObject *mod_replay(PyObject *module, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"path", "alloc_conf", "capacity", "device", "timeline", NULL};
-  timeline tl;
-  int want_timeline = 0;
-  modstate *st = state_of_module(module);
-  const char *conf = NULL;
-  long long capacity = 0;
-  int device = 0, rc;
-  PyObject *pathb = NULL;
-  gpuplan_ctx *ctx = NULL;
-  gpuplan_snapshot *s = NULL;
-  gpuplan_replay_options o = GPUPLAN_REPLAY_OPTIONS_INIT;
-  gpuplan_replay_result r;
-  PyObject *res = NULL;
-  memset(&tl, 0, sizeof tl);
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|zLip:replay", kwlist, PyUnicode_FSConverter, &pathb, &conf,
-                                   &capacity, &device, &want_timeline))
-    return NULL;
-  if (capacity < 0 || device < 0) {
-    Py_DECREF(pathb);
-    PyErr_Format(st->InvalidError, "%s: %lld is negative", capacity < 0 ? "capacity" : "device",
-                 capacity < 0 ? capacity : (long long)device);
-    return NULL;
-  }
-  if (gpuplan_ctx_new(&ctx, NULL)) {
-    Py_DECREF(pathb);
-    return PyErr_NoMemory();
-  }
-  o.alloc_conf = conf;
-  o.capacity = (uint64_t)capacity;
-  /* loading megabytes of pickle and replaying millions of events: no GIL */
-  Py_BEGIN_ALLOW_THREADS
-  rc = gpuplan_snapshot_load(ctx, PyBytes_AS_STRING(pathb), device, &s);
-  if (!rc && want_timeline) {
-    o.trace = timeline_add;
-    o.trace_payload = &tl;
-  }
-  if (!rc) rc = gpuplan_snapshot_replay(ctx, s, &o, &r);
-  Py_END_ALLOW_THREADS
-  if (rc) {
-    raise_code(st, rc, gpuplan_errmsg(ctx));
-    goto done;
-  }
-  /* keys as `gpuplan replay --json` */
-  if (!(res = PyDict_New())) goto done;
-  if (dset(res, "file", PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(pathb))) ||
-      dset(res, "mode", str(o.alloc_conf || o.capacity ? "what-if" : "exact")) ||
-      dset(res, "alloc_conf", str(o.alloc_conf)) || dset(res, "capacity_bytes", u64(o.capacity)) ||
-      dset(res, "events", u64(r.events)) || dset(res, "trace_events", u64(gpuplan_snapshot_event_count(s))) ||
-      dset(res, "segments_in_file", u64(gpuplan_snapshot_segment_count(s))) ||
-      dset(res, "rebuilt_start", PyBool_FromLong(r.rebuilt_start)) ||
-      dset(res, "exact", PyBool_FromLong(r.exact)) || dset(res, "allocs", u64(r.allocs)) ||
-      dset(res, "segment_allocs", u64(r.segment_allocs)) ||
-      dset(res, "diverged_at", r.diverged_at == SIZE_MAX ? Py_NewRef(Py_None) : u64(r.diverged_at)) ||
-      dset(res, "divergence", str(r.diverged_at == SIZE_MAX ? NULL : r.divergence)) ||
-      dset(res, "start_allocated_bytes", u64(r.start_allocated)) ||
-      dset(res, "start_reserved_bytes", u64(r.start_reserved)) ||
-      dset(res, "peak_allocated_bytes", u64(r.peak_allocated)) ||
-      dset(res, "peak_reserved_bytes", u64(r.peak_reserved)) ||
-      dset(res, "final_allocated_bytes", u64(r.final_allocated)) ||
-      dset(res, "final_reserved_bytes", u64(r.final_reserved)) ||
-      dset(res, "allocated_at_peak_reserved_bytes", u64(r.allocated_at_peak_reserved)) ||
-      dset(res, "largest_free_at_peak_bytes", u64(r.largest_free_at_peak)) ||
-      dset(res, "total_free_at_peak_bytes", u64(r.total_free_at_peak)) ||
-      dset(res, "fragmentation", num(r.fragmentation)) ||
-      dset(res, "num_alloc_retries", i64(r.num_alloc_retries)) || dset(res, "num_ooms", i64(r.num_ooms)) ||
-      dset(res, "oom_event", r.oom_event == SIZE_MAX ? Py_NewRef(Py_None) : u64(r.oom_event)) ||
-      dset(res, "oom_message", str(r.oom_event == SIZE_MAX ? NULL : r.oom_message)))
-    Py_CLEAR(res);
-  if (res && want_timeline) {
-    /* start from the state the replay began with (rebuilt for ring buffers) */
-    size_t i;
-    PyObject *t;
-    if (tl.failed) {
-      Py_CLEAR(res);
-      PyErr_NoMemory();
-      goto done;
-    }
-    for (i = 0; i < tl.n; i++) {
-      tl.a[i] += (int64_t)r.start_allocated;
-      tl.r[i] += (int64_t)r.start_reserved;
-    }
-    t = PyDict_New();
-    if (!t || dset(t, "allocated_bytes", int_list(tl.a, tl.n)) || dset(t, "reserved_bytes", int_list(tl.r, tl.n)) ||
-        dset(res, "timeline", t))
-      Py_CLEAR(res);
-  }
-done:
-  PyMem_RawFree(tl.a);
-  PyMem_RawFree(tl.r);
-  gpuplan_snapshot_free(s);
-  gpuplan_ctx_free(ctx);
-  Py_DECREF(pathb);
-  return res;
-}
-
-static PyObject *mod_explain_oom(PyObject *module, PyObject *arg) {
-  modstate *st = state_of_module(module);
-  const char *text = PyUnicode_AsUTF8(arg);
-  static const char *const verdicts[] = {"fragmentation", "mixed", "demand", "other-process", "fraction"};
-  gpuplan_ctx *ctx = NULL;
-  gpuplan_oom_info o;
-  gpuplan_oom_verdict v;
-  char *expl = NULL;
-  PyObject *res = NULL;
-  int rc;
-  if (!text) return NULL;
-  if (gpuplan_ctx_new(&ctx, NULL)) return PyErr_NoMemory();
-  rc = gpuplan_oom_parse(ctx, text, &o);
-  if (!rc) rc = gpuplan_oom_explain(ctx, &o, &v, &expl);
-  if (rc) raise_code(st, rc, gpuplan_errmsg(ctx));
-  else /* keys as `gpuplan explain-oom --json` */
-    res = Py_BuildValue("{s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:s}", "verdict", verdicts[v], "tried_bytes",
-                        (unsigned long long)o.tried, "total_bytes", (unsigned long long)o.total,
-                        "free_bytes", (unsigned long long)o.free, "allocated_bytes",
-                        (unsigned long long)o.allocated, "reserved_unallocated_bytes",
-                        (unsigned long long)o.unallocated, "process_bytes", (unsigned long long)o.process,
-                        "other_processes_bytes", (unsigned long long)o.others, "allowed_bytes",
-                        (unsigned long long)o.allowed, "explanation", expl);
-  gpuplan_free(ctx, expl);
-  gpuplan_ctx_free(ctx);
-  return res;
-}
-
 static PyMethodDef module_methods[] = {
-  {"replay", (PyCFunction)(void (*)(void))mod_replay, METH_VARARGS | METH_KEYWORDS,
-   "replay(path, alloc_conf=None, capacity=0, device=0) -> dict"},
-  {"explain_oom", (PyCFunction)mod_explain_oom, METH_O, "explain_oom(text) -> dict"},
   {"options", (PyCFunction)mod_options, METH_NOARGS, "options() -> the option table (list of dicts)"},
   {"result_fields", (PyCFunction)mod_result_fields, METH_O, "result_fields(kind) -> the kind's field description"},
   {"result_kinds", (PyCFunction)mod_result_kinds, METH_NOARGS, "result_kinds() -> [(kind, table key or None)]"},

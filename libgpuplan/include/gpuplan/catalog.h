@@ -3,8 +3,9 @@
  *
  * A catalog is a SQLite database of GPU SKUs, fabrics, nodes/VMs and models,
  * each row with its source.  The default catalog is compiled into the
- * library (catalog/ SQL text, embedded at build time), so it works with no
- * file anywhere.  A user file can be opened instead of it, or layered over it
+ * library as a prebuilt SQLite image and const records, made from catalog/'s
+ * SQL at build time, so it works with no file anywhere and opens in tens of
+ * microseconds.  A user file can be opened instead of it, or layered over it
  * (user rows override default rows with the same id, and add new ones).
  *
  * When a catalog is opened its rows are read once into memory; every lookup
@@ -157,8 +158,8 @@ enum gpuplan_catalog_flags {
 };
 
 /**
- * Open the embedded default catalog (an in-memory database built from the
- * SQL compiled into the library).
+ * Open the embedded default catalog (the prebuilt image, deserialized
+ * read-only in place; its records are const data of the library).
  *
  * @param[out] out  the catalog, owned by the caller, freed with
  *                  gpuplan_catalog_free(); NULL on failure.
@@ -202,7 +203,7 @@ GPUPLAN_API void gpuplan_catalog_free(gpuplan_catalog *cat);
  */
 GPUPLAN_API int gpuplan_catalog_schema_version(const gpuplan_catalog *cat);
 
-/** The schema version this library writes and reads. */
+/** The schema version this library writes and reads. @errors none @threads any @since 0.1.0 */
 GPUPLAN_API int gpuplan_catalog_schema_latest(void);
 
 /**
@@ -254,16 +255,16 @@ GPUPLAN_API const void *gpuplan_catalog_at(const gpuplan_catalog *cat,
 GPUPLAN_API int gpuplan_catalog_find(gpuplan_catalog *cat, gpuplan_kind kind,
                                      const char *name, const void **out);
 
-/** Typed gpuplan_catalog_find() for GPUs.  @since 0.1.0 */
+/** Typed gpuplan_catalog_find() for GPUs.  @errors any  @threads ctx  @since 0.1.0 */
 GPUPLAN_API int gpuplan_catalog_gpu(gpuplan_catalog *cat, const char *name,
                                     const gpuplan_gpu **out);
-/** Typed gpuplan_catalog_find() for fabrics.  @since 0.1.0 */
+/** Typed gpuplan_catalog_find() for fabrics.  @errors any  @threads ctx  @since 0.1.0 */
 GPUPLAN_API int gpuplan_catalog_fabric(gpuplan_catalog *cat, const char *name,
                                        const gpuplan_fabric **out);
-/** Typed gpuplan_catalog_find() for nodes.  @since 0.1.0 */
+/** Typed gpuplan_catalog_find() for nodes.  @errors any  @threads ctx  @since 0.1.0 */
 GPUPLAN_API int gpuplan_catalog_node(gpuplan_catalog *cat, const char *name,
                                      const gpuplan_node **out);
-/** Typed gpuplan_catalog_find() for models.  @since 0.1.0 */
+/** Typed gpuplan_catalog_find() for models.  @errors any  @threads ctx  @since 0.1.0 */
 GPUPLAN_API int gpuplan_catalog_model(gpuplan_catalog *cat, const char *name,
                                       const gpuplan_model **out);
 

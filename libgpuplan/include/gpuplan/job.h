@@ -88,7 +88,7 @@ GPUPLAN_API const gpuplan_option_info *gpuplan_job_option_find(const char *name,
  */
 GPUPLAN_API const char *gpuplan_command_name(size_t i);
 GPUPLAN_API const char *gpuplan_command_help(size_t i);
-/** The index of a command by name, or -1. @since 0.2.0 */
+/** The index of a command by name, or -1. @errors none @threads any @since 0.2.0 */
 GPUPLAN_API int gpuplan_command_find(const char *name);
 
 /**
@@ -132,13 +132,14 @@ GPUPLAN_API int gpuplan_job_set_bool(gpuplan_job *job, const char *name, int val
  */
 GPUPLAN_API int gpuplan_job_set_text(gpuplan_job *job, const char *name, const char *value, size_t len);
 
-/** Unset one option (back to its default). @errors GPUPLAN_ENOTFOUND @since 0.2.0 */
+/** Unset one option (back to its default). @errors GPUPLAN_ENOTFOUND @threads ctx @since 0.2.0 */
 GPUPLAN_API int gpuplan_job_unset(gpuplan_job *job, const char *name);
 
 /**
  * A progress callback for long commands (search): return non-zero to stop
  * (the command then fails with GPUPLAN_EINTERRUPTED).  NULL to remove.
- * @since 0.2.0
+ * The callback runs on the thread that runs the command.
+ * @errors none  @threads ctx  @since 0.2.0
  */
 typedef int (*gpuplan_job_progress_fn)(void *payload, uint64_t done, uint64_t total);
 GPUPLAN_API void gpuplan_job_set_progress(gpuplan_job *job, gpuplan_job_progress_fn fn, void *payload);
