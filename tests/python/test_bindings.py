@@ -441,3 +441,25 @@ def test_devices_on_the_fake_driver(cat, monkeypatch):
     monkeypatch.setenv("GPUPLAN_LIBNVML", "/nonexistent/libnvidia-ml.so.1")
     d = cat.devices()[0]
     assert d.temperature_c is None and d.memory_free_bytes > 0  # no NVML: memory only
+
+
+def test_close_while_another_thread_runs():
+    """H3: close() while a command runs in another thread neither deadlocks
+    nor crashes: it waits for the command (without the GIL), then closes."""
+    c = gpuplan.Catalog()
+    done = []
+
+    def work():
+        try:
+            done.append(c.simulate("1B", "a100-80gb", steps=1000).steps)
+        except gpuplan.Error as e:  # closed before it started
+            done.append(str(e))
+
+    t = threading.Thread(target=work)
+    t.start()
+    time.sleep(0.02)
+    c.close()
+    t.join(timeout=60)
+    assert not t.is_alive() and len(done) == 1
+    with pytest.raises(gpuplan.Error, match="closed"):
+        c.plan("llama-2-7b", "a100-40gb")
