@@ -218,9 +218,12 @@ void cli_help(int cmd, const char *usage, const char *about, FILE *f) {
         size_t k;
         snprintf(meta, sizeof meta, "%s", o->flag);
         for (k = 0; meta[k]; k++) meta[k] = meta[k] == '-' ? '_' : (char)(meta[k] >= 'a' && meta[k] <= 'z' ? meta[k] - 32 : meta[k]);
-        snprintf(left, sizeof left, "--%s %s", o->flag, o->type == GPUPLAN_OPT_BYTES ? "MIB" : meta);
+        snprintf(left, sizeof left, "--%s %s", o->flag,
+                 o->type == GPUPLAN_OPT_BYTES ? "MIB" : o->type == GPUPLAN_OPT_INT ? "N"
+                 : o->type == GPUPLAN_OPT_REAL ? "X" : meta);
       }
-      fprintf(f, "  %-30s %s", left, o->help);
+      if (strlen(left) > 30) fprintf(f, "  %s\n  %-30s %s", left, "", o->help);
+      else fprintf(f, "  %-30s %s", left, o->help);
       if (o->default_text && strcmp(o->default_text, "none") != 0) fprintf(f, " [%s]", o->default_text);
       fputc('\n', f);
     }
