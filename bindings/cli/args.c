@@ -133,6 +133,9 @@ int cli_parse(cli *c, int cmd, int argc, char **argv, gpuplan_job *job, cli_out 
       /* an unambiguous prefix, as getopt_long takes one (--global for --global-batch) */
       const gpuplan_option_info *hit = NULL;
       size_t fl = strlen(flag), nhit = 0;
+      /* not when the flag is exactly another command's: that is a mistake to name */
+      for (k = 0; (o = gpuplan_job_option(k)); k++)
+        if (strcmp(o->flag, flag) == 0) fl = 0;
       for (k = 0; fl >= 3 && (o = gpuplan_job_option(k)); k++)
         if (takes(o, cmd) && strncmp(o->flag, flag, fl) == 0) {
           hit = o;

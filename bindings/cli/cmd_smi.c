@@ -652,6 +652,8 @@ static void render_nvlink(const gpuplan_value *r, int caps) {
         printf("\t Link %zu, System memory atomics supported: true\n", k);
         printf("\t Link %zu, SLI is supported: true\n", k);
         printf("\t Link %zu, Link is supported: false\n", k);
+      } else if (on && disnull(g, "nvlink.link_gbps")) {
+        printf("\t Link %zu: N/A\n", k);
       } else if (on) {
         printf("\t Link %zu: %g GB/s\n", k, dnum(g, "nvlink.link_gbps"));
       } else {

@@ -6,6 +6,8 @@
 
 #include "cli.h"
 
+int cmd_serve(cli *c, int argc, char **argv); /* cmd_serve.c */
+
 static const char usage[] =
     "usage: gpuplan [--catalog FILE | --layer FILE] COMMAND [ARGS]\n"
     "\n"
@@ -21,6 +23,7 @@ static const char usage[] =
     "  simulate  run training steps through PyTorch's allocator on a mock GPU\n"
     "  replay    replay a PyTorch memory snapshot through the allocator model\n"
     "  explain-oom  read a PyTorch OOM message: fragmentation or real demand\n"
+    "  serve     engine memory, latency, throughput and cost of serving a model; SLO search\n"
     "  validate  predicted vs measured throughput of published training runs\n"
     "  catalog   list and show GPUs, nodes/VMs, models and fabrics\n"
     "  version   print the version of the command and the library\n"
@@ -95,6 +98,8 @@ static int dispatch(cli *c, int argc, char **argv) {
   if (strcmp(cmd, "topo") == 0) return cmd_topo(c, argc, argv);
   if (strcmp(cmd, "smi") == 0) return cmd_smi(c, argc, argv);
   if (strcmp(cmd, "doctor") == 0) return cmd_doctor(c, argc, argv);
+  if (strcmp(cmd, "serve") == 0) return cmd_serve(c, argc, argv);
+  if (strcmp(cmd, "exporter") == 0) { int cmd_exporter(cli *, int, char **); return cmd_exporter(c, argc, argv); }
   if (strcmp(cmd, "version") == 0) return cmd_version(c, argc, argv);
   if (strcmp(cmd, "help") == 0) {
     if (argc > 1) {

@@ -36,16 +36,7 @@ static int fail(lua_State *L, int rc, const char *msg) {
   return 3;
 }
 
-static void set_int(lua_State *L, const char *k, int64_t v) {
-  lua_pushinteger(L, (lua_Integer)v);
-  lua_setfield(L, -2, k);
-}
 
-static void set_u64(lua_State *L, const char *k, uint64_t v) {
-  if (v <= (uint64_t)INT64_MAX) lua_pushinteger(L, (lua_Integer)v);
-  else lua_pushnumber(L, (lua_Number)v);
-  lua_setfield(L, -2, k);
-}
 
 /* A real number; integral values as integers (5.3+), absent when not finite. */
 static void set_num(lua_State *L, const char *k, double v) {
@@ -126,42 +117,6 @@ static int l_open(lua_State *L) {
   return 1;
 }
 
-/* --- option readers for devices (moving to the job API) ------------------- */
-
-
-static double opt_num(lua_State *L, int opts, const char *k, double dflt) {
-  double v = dflt;
-  if (lua_isnoneornil(L, opts)) return dflt;
-  lua_getfield(L, opts, k);
-  if (!lua_isnil(L, -1)) {
-    if (!lua_isnumber(L, -1)) luaL_error(L, "option '%s' must be a number", k);
-    v = lua_tonumber(L, -1);
-  }
-  lua_pop(L, 1);
-  return v;
-}
-
-/* A string option, copied into buf (the table may change later). */
-static const char *opt_str(lua_State *L, int opts, const char *k, char *buf, size_t cap) {
-  const char *v = NULL;
-  if (lua_isnoneornil(L, opts)) return NULL;
-  lua_getfield(L, opts, k);
-  if (!lua_isnil(L, -1)) {
-    size_t len;
-    const char *s;
-    if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "option '%s' must be a string", k);
-    s = lua_tolstring(L, -1, &len);
-    if (len >= cap) luaL_error(L, "option '%s' is longer than %d bytes", k, (int)cap - 1);
-    memcpy(buf, s, len + 1);
-    v = buf;
-  }
-  lua_pop(L, 1);
-  return v;
-}
-
-
-/* Memory options from the opts table.  Unknown keys and wrong Lua types
- * raise (misuse); bad values return GPUPLAN_EINVAL with j->msg. */
 /* --- the job API: every command is (options table) -> document table ------ */
 
 /* A document value as a Lua value: objects and arrays as tables, null as nil
@@ -346,122 +301,45 @@ static int l_options(lua_State *L) {
   return 1;
 }
 
-/* cat:devices([{sim=, faults=, load=, busy=, mem=}]) -> array | nil, msg, code:
- * the GPUs as `gpuplan smi` sees them, real (CUDA + NVML, loaded at run
- * time) or mock ("SKU[:N]" with faults after a training load). */
+/* cat:devices([{sim=, faults=, load=, busy=, mem=, ...}]) -> array | nil, msg, code:
+ * the GPUs of the smi document (`gpuplan smi --json`'s gpus), real (CUDA +
+ * NVML, loaded at run time) or mock ("SKU[:N]" with faults after a training
+ * load).  faults and mem are the smi options fault and mem_fraction; any
+ * other smi option passes through. */
 static int catalog_devices(lua_State *L) {
   lcatalog *c = check_catalog(L);
-  char spec[128], fbuf[16][64], msg[512];
-  const char *faults[16];
-  const char *simspec;
-  size_t nf = 0;
-  double load, busy, memf;
-  gpuplan_mock *sim = NULL;
-  gpuplan_backend *b = NULL;
-  int rc, n = 0, i;
-  if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
-  simspec = opt_str(L, 2, "sim", spec, sizeof spec);
-  load = opt_num(L, 2, "load", 600);
-  busy = opt_num(L, 2, "busy", 0.95);
-  memf = opt_num(L, 2, "mem", 0.87);
+  int t, n;
+  lua_newtable(L);
+  t = lua_gettop(L);
   if (!lua_isnoneornil(L, 2)) {
-    lua_getfield(L, 2, "faults");
-    if (!lua_isnil(L, -1)) {
-      size_t k, len;
-      luaL_checktype(L, -1, LUA_TTABLE);
-      len = lua_rawlen(L, -1);
-      if (len > 16) luaL_error(L, "option 'faults': at most 16");
-      for (k = 1; k <= len; k++) {
-        const char *f;
-        lua_rawgeti(L, -1, (int)k);
-        if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "option 'faults' must be a list of strings");
-        f = lua_tostring(L, -1);
-        snprintf(fbuf[nf], sizeof fbuf[nf], "%s", f);
-        faults[nf] = fbuf[nf];
-        nf++;
-        lua_pop(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, 2)) {
+      const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+      if (k && strcmp(k, "faults") == 0) lua_setfield(L, t, "fault");
+      else if (k && strcmp(k, "mem") == 0) lua_setfield(L, t, "mem_fraction");
+      else {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_settable(L, t);
       }
     }
-    lua_pop(L, 1);
   }
-  if (nf && !simspec) return luaL_error(L, "option 'faults' needs 'sim': only simulated GPUs take faults");
-  /* nothing below raises until every C resource is freed */
-  if (simspec) {
-    rc = gpuplan_mock_node(c->ctx, c->cat, simspec, faults, nf, load, busy, memf, &sim);
-    if (!rc) rc = gpuplan_mock_backend(sim, &b);
-  } else {
-    rc = gpuplan_backend_open_cuda(c->ctx, NULL, &b);
+  n = run_job(L, c, "smi", 0, 0, t);
+  if (n != 1) return n;
+  lua_getfield(L, -1, "driver");
+  lua_getfield(L, -1, "available");
+  if (!lua_toboolean(L, -1)) {
+    lua_getfield(L, -2, "error");
+    lua_pushnil(L);
+    lua_insert(L, -2);
+    lua_pushstring(L, "GPUPLAN_EUNSUPPORTED");
+    return 3;
   }
-  if (!rc) rc = gpuplan_backend_device_count(b, &n);
-  if (rc) {
-    snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(c->ctx));
-    gpuplan_backend_free(b);
-    gpuplan_mock_free(sim);
-    return fail(L, rc, msg);
-  }
-  {
-    /* copy everything out first, then build the tables */
-    gpuplan_device_info info[64];
-    gpuplan_device_telemetry tel[64];
-    int has_tel[64];
-    uint64_t used[64], others[64];
-    if (n > 64) n = 64;
-    for (i = 0; i < n; i++) {
-      if ((rc = gpuplan_backend_device_info(b, i, c->cat, &info[i]))) break;
-      has_tel[i] = gpuplan_backend_telemetry(b, i, &tel[i]) == GPUPLAN_OK;
-      used[i] = info[i].total_bytes - info[i].free_bytes;
-      others[i] = 0;
-      if (sim) {
-        gpuplan_mock_memory mem;
-        gpuplan_mock_memory_info(sim, i, &mem);
-        used[i] = mem.used;
-        others[i] = mem.others;
-      }
-    }
-    if (rc) snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(c->ctx));
-    gpuplan_backend_free(b);
-    gpuplan_mock_free(sim);
-    if (rc) return fail(L, rc, msg);
-    lua_createtable(L, n, 0);
-    for (i = 0; i < n; i++) {
-      const gpuplan_device_telemetry *t = &tel[i];
-      char cc[16];
-      snprintf(cc, sizeof cc, "%d.%d", info[i].cc_major, info[i].cc_minor);
-      lua_createtable(L, 0, 28);
-      set_int(L, "index", i);
-      set_str(L, "name", info[i].name);
-      set_str(L, "uuid", info[i].uuid);
-      set_str(L, "pci_bus_id", info[i].pci_bus_id);
-      set_str(L, "sku", info[i].sku ? info[i].sku->id : NULL);
-      set_str(L, "compute_capability", cc);
-      set_int(L, "sm_count", info[i].sm_count);
-      set_u64(L, "memory_total_bytes", info[i].total_bytes);
-      set_u64(L, "memory_used_bytes", used[i]);
-      set_u64(L, "memory_free_bytes", info[i].free_bytes);
-      set_u64(L, "other_processes_bytes", others[i]);
-      if (has_tel[i]) {
-        set_num(L, "temperature_c", t->temperature_c);
-        set_num(L, "power_w", t->power_w);
-        set_num(L, "power_limit_w", t->power_limit_w);
-        if (t->sm_clock_mhz >= 0) set_int(L, "sm_clock_mhz", t->sm_clock_mhz);
-        if (t->max_sm_clock_mhz >= 0) set_int(L, "max_sm_clock_mhz", t->max_sm_clock_mhz);
-        if (t->pstate >= 0) set_int(L, "pstate", t->pstate);
-        set_num(L, "gpu_util", t->gpu_util);
-        set_num(L, "mem_util", t->mem_util);
-        if (t->throttle >= 0) set_int(L, "throttle_reasons", t->throttle);
-        if (t->ecc_uncorrected >= 0) set_int(L, "ecc_uncorrected", t->ecc_uncorrected);
-        if (t->ecc_corrected >= 0) set_int(L, "ecc_corrected", t->ecc_corrected);
-        if (t->nvlink_links >= 0) set_int(L, "nvlink_links", t->nvlink_links);
-        if (t->nvlink_up >= 0) set_int(L, "nvlink_up", t->nvlink_up);
-        if (t->driver_version[0]) set_str(L, "driver_version", t->driver_version);
-      }
-      lua_rawseti(L, -2, i + 1);
-    }
-  }
+  lua_pop(L, 2);
+  lua_getfield(L, -1, "gpus");
   return 1;
 }
-
-/* --- module functions ---------------------------------------------------------- */
 
 /* --- catalog, replay and explain-oom through the job API ---------------------- */
 

@@ -9,12 +9,20 @@ A job opts in by describing its model in --comment:
   sbatch --gres=gpu:a100:2 --comment="gpuplan:model=llama-2-70b,workload=train" train.sh
 
 Keys after "gpuplan:" are gpuplan's options (as `gpuplan plan` flags with
-underscores): model (a catalog name or a size such as 7B), workload (train
-or infer), dp_mode (ddp, zero1, zero2, zero3, fsdp...), tp, pp, precision,
-optimizer, recompute, micro_batch, seq_len, context_len, batch...  Jobs
-without the tag pass untouched.  If the gpuplan module cannot be loaded the
-script lets jobs through and logs why (fail open: a planning aid must not
-stop the cluster).
+underscores): model (a catalog name or a size such as 7B), workload (train,
+infer, or serve), dp_mode (ddp, zero1, zero2, zero3, fsdp...), tp, pp,
+precision, optimizer, recompute, micro_batch, seq_len, context_len, batch...
+A serving job (workload=serve) is checked as its engine lays it out
+(`gpuplan serve`: engine=vllm|sglang|trtllm|tgi, gpu_memory_utilization,
+context_len = max_model_len, weight_dtype, kv_dtype...): the weights and a KV
+cache that holds one request of context_len, on tp GPUs (default: all of the
+job's, over NVLink or PCIe; with tp smaller, the rest are replicas).
+Jobs without the tag pass untouched.  If the gpuplan module cannot be loaded,
+or the job asks for a GPU type the catalog does not know, the script lets the
+job through and logs why (fail open: a planning aid must not stop the
+cluster).
+
+  sbatch --gres=gpu:l4:2 --comment="gpuplan:model=llama-3.1-8b,workload=serve,context_len=32768" serve.sh
 
 Site configuration: the table SITE below (GPU types to catalog SKUs, the
 default SKU of each partition, where the module lives).
@@ -99,6 +107,32 @@ local function sku_for(typ, partition)
   return (partition and SITE.partitions[partition]) or SITE.default_gpu
 end
 
+--- A serving job (workload=serve): the engine's memory on tp GPUs.
+local function serve_check(tag, n, sku)
+  local opts = { gpu = sku }
+  for k, v in pairs(tag) do
+    if k ~= "workload" then opts[k] = v end
+  end
+  opts.tp = opts.tp or n
+  if n % opts.tp ~= 0 then
+    return false, string.format("gpuplan: %d GPUs are not a whole number of replicas of tp %d", n, opts.tp)
+  end
+  local ok, doc, msg, code = pcall(catalog.run, catalog, "serve", opts)
+  if not ok then return false, "gpuplan: " .. tostring(doc) end
+  if not doc then return false, string.format("gpuplan: %s (%s)", tostring(msg), tostring(code)) end
+  local m = doc.memory
+  if m.fits then return true end
+  for _, note in ipairs(doc.notes or {}) do
+    if note:find("does not fit", 1, true) then
+      return false, string.format("gpuplan: %s serving on %d x %s %s", doc.model, opts.tp, sku, note)
+    end
+  end
+  return false, string.format(
+    "gpuplan: %s serving on %d x %s: the KV cache holds %d tokens, less than one request of context_len %d. "
+      .. "Fix: a smaller context_len, a larger tp, kv_dtype=fp8, or a bigger GPU.",
+    doc.model, opts.tp, sku, math.floor(m.kv_tokens or 0), m.max_model_len)
+end
+
 --- Check one job description; returns ok, message.
 local function gpuplan_check(job_desc)
   local tag = parse_tag(job_desc.comment)
@@ -115,6 +149,10 @@ local function gpuplan_check(job_desc)
     return false, "gpuplan: the tag needs model=NAME (a catalog model such as llama-2-7b, or a size such as 7B)"
   end
   local sku = sku_for(typ, job_desc.partition)
+  if not catalog:find("gpu", sku) then -- a GPU type the catalog does not know: fail open (review EC-13)
+    return true, string.format("gpuplan: GPU type '%s' is not in the catalog; job not checked", tostring(sku))
+  end
+  if tag.workload == "serve" then return serve_check(tag, n, sku) end
   local opts = { gpus = n, max_gpus = SITE.max_gpus }
   for k, v in pairs(tag) do
     if k ~= "model" then opts[k] = v end

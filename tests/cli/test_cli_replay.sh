@@ -4,7 +4,8 @@
 # allocator settings from the environment (AL-6), and the OOM messages of
 # EC-2.  usage: test_cli_replay.sh GPUPLAN TMPDIR
 gp=$1
-tmp=$2
+tmp=$2/cli_replay   # its own: test_cli_catalog.sh may run beside it
+mkdir -p "$tmp"
 here=$(dirname "$0")
 traces="${GPUPLAN_TRACES:-$here/../data/torch-snapshots}"
 data="$here/../data/replay"
@@ -68,6 +69,26 @@ check "flag beats env" 0 '"alloc_conf_source": "option"' -- env PYTORCH_ALLOC_CO
 check "flag= beats env" 0 '"alloc_conf": "max_split_size_mb:20"' -- env PYTORCH_ALLOC_CONF=garbage "$gp" replay "$s8" --alloc-conf=max_split_size_mb:20 --json
 check "empty env is unset" 0 "exact match" -- env PYTORCH_ALLOC_CONF= "$gp" replay "$s8"
 check "no env: file's settings" 0 '"alloc_conf_source": "snapshot"' -- "$gp" replay "$lg" --json
+
+# EC-2: explain-oom reads what it is given.  The seed ticket's one-liner
+# and the CUDA runtime's message are explained as far as they go (were: rc 1).
+check "seed one-liner" 0 "Verdict: UNKNOWN from this message alone" -- "$gp" explain-oom "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"
+check "seed one-liner size" 0 '"tried_bytes": 2147483648' -- "$gp" explain-oom "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB" --json
+check "seed one-liner unknowns" 0 '"free_bytes": null' -- "$gp" explain-oom "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB" --json
+check "cuda runtime oom" 0 "comes from the CUDA runtime, not from PyTorch's caching" -- "$gp" explain-oom "RuntimeError: CUDA error: out of memory"
+check "cuda runtime json" 0 '"cuda_error": true' -- "$gp" explain-oom "RuntimeError: CUDA error: out of memory" --json
+# The Colab T4: 13.61 of 14.75 GiB in tensors; 123 MiB fragmented, but
+# removing it would leave 0.7% of the card: demand, not fragmentation.
+colab="RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 14.75 GiB total capacity; 13.61 GiB already allocated; 4.81 MiB free; 13.73 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF"
+check "colab t4 is demand" 0 "Verdict: REAL DEMAND, AT THE CARD'S LIMIT. 92.3% of the card" -- "$gp" explain-oom "$colab"
+check "colab t4 outside" 0 "1.02 GiB of the card was outside PyTorch's allocator" -- "$gp" explain-oom "$colab"
+# A multi-rank log: the first OOM (rank 3), not the last or a mix of both.
+printf '%s
+' "[rank1]:[W1201 08:00:00] a warning"   "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 3 has a total capacity of 79.15 GiB of which 1.10 GiB is free. Of the allocated memory 76.50 GiB is allocated by PyTorch, and 1.05 GiB is reserved by PyTorch but unallocated."   "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 9.10 GiB is free. Of the allocated memory 6.50 GiB is allocated by PyTorch, and 50.05 GiB is reserved by PyTorch but unallocated." > "$tmp/ranks.log"
+check "multi-rank first" 0 "this is the first, from rank 3" -- sh -c "'$gp' explain-oom - < '$tmp/ranks.log'"
+check "multi-rank figures" 0 '"device": 3' -- sh -c "'$gp' explain-oom - --json < '$tmp/ranks.log'"
+check "multi-rank verdict" 0 "REAL DEMAND" -- sh -c "'$gp' explain-oom - < '$tmp/ranks.log'"
+check "no oom in text" 2 "no out-of-memory message" -- "$gp" explain-oom "segmentation fault"
 
 echo "$pass passed, $fails failed"
 [ "$fails" = 0 ]

@@ -64,7 +64,8 @@ check "topo without NVML" 1 "NVML unavailable" -- \
   env GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML=/nonexistent/libnvidia-ml.so.1 "$gp" smi topo -m
 
 # a step program with real allocations on the (fake) card: predicted vs actual
-check "simulate --on cuda" 0 "predicted     27700 MiB   on the card     27700 MiB" -- \
+# predicted and measured agree on the fake card (whatever the memory model predicts)
+check "simulate --on cuda" 0 "predicted  *\([0-9][0-9]*\) MiB   on the card  *\1 MiB (+0.0%)" -- \
   env GPUPLAN_LIBCUDA="$fake" "$gp" simulate llama-2-7b --gpu a100-40gb --zero 3 --gpus 4 --recompute full --on cuda
 check "simulate --on cuda, OOM on both" 0 "predicted yes, on the card yes" -- \
   env GPUPLAN_LIBCUDA="$fake" "$gp" simulate llama-2-7b --gpu a100-40gb --on cuda
@@ -192,6 +193,22 @@ check "smi simulated job" 0 "training" -- sh -c "'$gp' smi --sim a100-80gb:8 --j
 check "smi simulated job starting" 0 '"state": "starting"' -- "$gp" smi --sim a100-80gb:8 --job 7B --load 20 --json
 check "smi --mem with --job" 2 "memory comes from the job" -- "$gp" smi --sim a100-80gb:8 --job 7B --mem 0.5
 check "smi checkpoint without job" 2 "give job" -- "$gp" smi --sim a100-80gb:8 --checkpoint-every 60
+# the same views against the fake driver and NVML (review EC-4: on a real GPU every field comes from NVML)
+fk() { env GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" FAKE_NVML_PROCS=4321:1000 "$@"; }
+check "fake NVML -q" 0 "Serial Number                         : 1324020000001" -- fk "$gp" smi -q
+check "fake NVML -q -d PIDS" 0 "Process ID                        : 4321" -- fk "$gp" smi -q -d PIDS
+check "fake NVML -L" 0 "^GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-" -- fk "$gp" smi -L
+check "fake NVML query-compute-apps" 0 "^4321, /usr/bin/python3, 1000 MiB$" -- \
+  fk "$gp" smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader
+check "fake NVML pmon" 0 "4321      C   1000      -      -      -      -    python3" -- fk "$gp" smi pmon -s um -c 1
+check "fake NVML nvlink -s" 0 "Link 11: 25 GB/s" -- fk "$gp" smi nvlink -s
+check "fake NVML nvlink -s down" 0 "all links are inActive" -- env FAKE_NVML_NVLINK_UP=0 GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" "$gp" smi nvlink -s
+check "fake NVML -x" 0 "<remapped_row_pending>Yes</remapped_row_pending>" -- env FAKE_NVML_REMAPPED=3 GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" "$gp" smi -x
+check "fake NVML new query fields" 0 "^4, 16, Enabled, 92.00.19.00.01, \[N/A\]$" -- \
+  fk "$gp" smi --query-gpu=pcie.link.gen.current,pcie.link.width.current,persistence_mode,vbios_version,fan.speed --format=csv,noheader
+check "fake NVML fan" 0 "^55 %$" -- env FAKE_NVML_FAN=55 GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" "$gp" smi --query-gpu=fan.speed --format=csv,noheader
+check "fake NVML, an old NVML" 0 "^\[N/A\], \[N/A\]$" -- env FAKE_NVML_OLD=1 GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" "$gp" smi --query-gpu=serial,pcie.link.gen.current --format=csv,noheader
+check "fake NVML doctor: other processes" 0 "already in use" -- env GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" FAKE_CUDA_USED_MIB=20000 "$gp" doctor
 # JSON, XML, doctor's commands, grouping (a parser helps)
 check "smi/topo/doctor documents" 0 "all passed" -- python3 "$(dirname "$0")/check_smi.py" "$gp"
 

@@ -214,7 +214,29 @@ API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t h, unsigne
 }
 API nvmlReturn_t nvmlSystemGetProcessName(unsigned pid, char *name, unsigned n) {
   if (!inited) return E_UNINIT;
-  snprintf(name, n, "/usr/bin/python3 (pid %u)", pid);
+  snprintf(name, n, "/usr/bin/python3");
+  (void)pid;
+  return OK;
+}
+
+API nvmlReturn_t nvmlDeviceGetNvLinkVersion(nvmlDevice_t h, unsigned link, unsigned *v) {
+  OPT(h);
+  if (link >= 12) return E_INVALID;
+  *v = 3; /* A100: NVLink 3 */
+  return OK;
+}
+API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *h) {
+  if (!inited) return E_UNINIT;
+  if ((int)i >= ndev()) return E_INVALID;
+  *h = (nvmlDevice_t)(uintptr_t)(0x2000 + i);
+  return OK;
+}
+typedef struct { unsigned long long total, free, used; } fake_memory;
+API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t h, fake_memory *m) {
+  DEV(h);
+  m->total = (unsigned long long)env("FAKE_CUDA_MIB", 40960) << 20;
+  m->used = (unsigned long long)env("FAKE_CUDA_USED_MIB", 0) << 20;
+  m->free = m->total - m->used;
   return OK;
 }
 

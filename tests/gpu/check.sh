@@ -17,6 +17,27 @@ echo "== gpuplan smi"
 "$gp" smi --query-gpu=index,name,gpuplan.sku,memory.total,memory.free,compute_cap,clocks.max.sm --format=csv
 echo "== gpuplan doctor"
 "$gp" doctor || true
+echo "== measured on this card: a catalog patch"
+# the CUDA context, the driver's granularity and NVML's total (measure_context.c)
+cc -std=c11 -O2 tests/gpu/measure_context.c -ldl -o "$build/measure_context"
+"$build/measure_context" > "$build/measured.jsonl"
+cat "$build/measured.jsonl"
+skus=$("$gp" smi --query-gpu=gpuplan.sku --format=csv,noheader)
+echo "-- catalog patch: context_bytes measured $(date -u +%Y-%m-%d) on $(hostname)"
+i=0
+while IFS= read -r line; do
+  sku=$(echo "$skus" | sed -n "$((i + 1))p")
+  ctx=$(echo "$line" | sed -n 's/.*"context_bytes": \(-\{0,1\}[0-9]*\).*/\1/p')
+  gran=$(echo "$line" | sed -n 's/.*"malloc_granularity_bytes": \(-\{0,1\}[0-9]*\).*/\1/p')
+  nvt=$(echo "$line" | sed -n 's/.*"nvml_total_bytes": \(-\{0,1\}[0-9]*\).*/\1/p')
+  drv=$(echo "$line" | sed -n 's/.*"driver_version": "\([^"]*\)".*/\1/p')
+  if [ "$sku" != "[N/A]" ] && [ -n "$ctx" ] && [ "$ctx" -gt 0 ]; then
+    echo "UPDATE gpu SET context_bytes = $ctx, note = note || ' context_bytes MEASURED with tests/gpu/measure_context.c: NVML used after - before cuDevicePrimaryCtxRetain, driver $drv; cudaMalloc granularity $gran B; NVML total $nvt B.' WHERE id = '$sku';"
+  else
+    echo "-- device $i ($sku): context not measured (no NVML?): $line"
+  fi
+  i=$((i + 1))
+done < "$build/measured.jsonl"
 echo "== ctest -L gpu"
 (cd "$build" && ctest --output-on-failure -L gpu)
 echo "== predicted vs measured peak reserved (step programs on device 0)"

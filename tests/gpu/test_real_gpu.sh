@@ -11,7 +11,7 @@ set -e
 "$gp" smi
 sku=$("$gp" smi --query-gpu=gpuplan.sku --format=csv,noheader | head -1)
 echo "device 0 matches catalog SKU: $sku"
-[ "$sku" != "[unknown]" ] || { echo "the device does not match a catalog SKU"; exit 1; }
+[ "$sku" != "[N/A]" ] || { echo "the device does not match a catalog SKU"; exit 1; }
 "$gp" doctor || true
 # a step program that fits: predicted vs actual reserved memory on the card
 out=$("$gp" simulate 1B --gpu "$sku" --recompute full --on cuda)

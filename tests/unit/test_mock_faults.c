@@ -171,7 +171,7 @@ static void test_sim_faults__as_a_backend(void **state) {
   assert_int_equal(gpuplan_backend_device_count(b, &n), GPUPLAN_OK);
   assert_int_equal(n, 2);
   assert_int_equal(gpuplan_backend_device_info(b, 1, s->f->cat, &info), GPUPLAN_OK);
-  assert_string_equal(info.name, "A100 SXM4 80GB");
+  assert_string_equal(info.name, "NVIDIA A100-SXM4-80GB"); /* the driver's name, not the catalog's */
   assert_non_null(info.sku);
   assert_string_equal(info.sku->id, "a100-sxm4-80gb");
   assert_int_equal(info.sm_count, 108);
@@ -180,8 +180,21 @@ static void test_sim_faults__as_a_backend(void **state) {
   assert_int_equal(gpuplan_backend_device_memory(b, 0, &dev), GPUPLAN_OK);
   assert_ptr_equal(dev, gpuplan_mock_device(s->sim, 0));
   assert_int_equal(gpuplan_backend_device_info(b, 5, NULL, &info), GPUPLAN_EINVAL);
-  /* GPU not found: the driver fails as a machine without one does */
+  /* one GPU not found: it fell off the bus (Xid 79); the others answer */
   assert_int_equal(gpuplan_mock_inject(s->sim, 0, GPUPLAN_FAULT_GPU_NOT_FOUND, 1), GPUPLAN_OK);
+  assert_int_equal(gpuplan_backend_device_count(b, &n), GPUPLAN_OK);
+  {
+    gpuplan_device_telemetry t;
+    assert_int_equal(gpuplan_backend_telemetry(b, 0, &t), GPUPLAN_OK);
+    assert_true(t.lost);
+    assert_int_equal(t.xid, 79);
+    assert_true(isnan(t.temperature_c));
+    assert_int_equal(gpuplan_backend_telemetry(b, 1, &t), GPUPLAN_OK);
+    assert_false(t.lost);
+    assert_int_equal(t.xid, 0);
+  }
+  /* every GPU not found: the driver fails as a machine without one does */
+  assert_int_equal(gpuplan_mock_inject(s->sim, -1, GPUPLAN_FAULT_GPU_NOT_FOUND, 1), GPUPLAN_OK);
   assert_int_equal(gpuplan_backend_device_count(b, &n), GPUPLAN_EUNSUPPORTED);
   assert_non_null(strstr(gpuplan_errmsg(s->f->ctx), "couldn't communicate with the NVIDIA driver"));
   gpuplan_backend_free(b);

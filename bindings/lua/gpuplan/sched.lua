@@ -8,6 +8,17 @@
 -- Memory comes from gpuplan's planner (the same numbers as `gpuplan plan`),
 -- so a job that would OOM is refused with the shortfall and the fix.
 --
+-- Serving (workload = "serve", or "infer"): tensor-parallel groups may span
+-- PCIe GPUs of one node, as vLLM, SGLang and TensorRT-LLM run them (review
+-- EC-13); training TP stays inside an NVLink domain.  A "serve" job's memory
+-- is the engine's layout (`gpuplan serve`: weights, activation peak, KV
+-- cache at max_model_len), and `place_replicas(job, cluster)` places its
+-- replicas, each one TP group inside one node:
+--
+--   local job = { model = "llama-3-8b", workload = "serve", replicas = 4,
+--                 options = { tp = 2, engine = "vllm", context_len = 8192 } }
+--   local p, why = s:place_replicas(job, cluster)  -- p.replicas[i] = { name =, gpus = }
+--
 -- Plain Lua 5.1-5.4 and LuaJIT (Slurm's job_submit.lua embeds 5.1).
 --
 --   local sched = require "gpuplan.sched"
@@ -67,9 +78,11 @@ end
 
 -- NVLink domains of a node: given, or implied by its fabric or GPU form
 -- factor: an NVSwitch/SXM board is one domain; PCIe cards with NVLink
--- bridges pair up; other PCIe cards are each their own domain.
-local function domains_of(node, hw)
-  if node.nvlink_domains then return node.nvlink_domains end
+-- bridges pair up; other PCIe cards are each their own domain.  With pcie
+-- (serving), a node whose GPUs are not one NVLink domain is one PCIe domain:
+-- its TP groups cross PCIe.
+local function domains_of(node, hw, pcie)
+  if node.nvlink_domains and not pcie then return node.nvlink_domains end
   local n = node.gpus_total or hw.count
   if not n then
     n = 0
@@ -80,35 +93,42 @@ local function domains_of(node, hw)
   local all = {}
   for i = 0, n - 1 do all[#all + 1] = i end
   if hw.fabric:find("^nvswitch") or hw.fabric:find("^nvlink") or (linked and not ff:find("PCIe")) then
-    return { all }
+    return { all }, "nvlink"
   end
+  if pcie then return { all }, "pcie" end
   local d = {}
   if linked then -- PCIe cards with NVLink bridges: pairs
     for i = 0, n - 1, 2 do d[#d + 1] = (i + 1 < n) and { i, i + 1 } or { i } end
   else
     for i = 0, n - 1 do d[#d + 1] = { i } end
   end
-  return d
+  return d, "nvlink"
 end
 
--- Free GPUs of a node grouped by NVLink domain: { {ids...}, ... }.
-local function free_by_domain(node, hw)
+local function is_serving(job)
+  return job.workload == "serve" or job.workload == "infer"
+end
+
+-- Free GPUs of a node grouped by domain: { {ids...}, ... }, and the fabric
+-- its TP groups use ("nvlink" or "pcie").
+local function free_by_domain(node, hw, pcie)
   local free = {}
   for _, i in ipairs(node.free or {}) do free[i] = true end
   local out = {}
-  for _, dom in ipairs(domains_of(node, hw)) do
+  local doms, fabric = domains_of(node, hw, pcie)
+  for _, dom in ipairs(doms) do
     local ids = {}
     for _, i in ipairs(dom) do if free[i] then ids[#ids + 1] = i end end
     out[#out + 1] = ids
   end
-  return out
+  return out, fabric
 end
 
 -- The job's options with its layout for n GPUs.
 local function job_options(job, extra)
   local o = {}
   for k, v in pairs(job.options or {}) do o[k] = v end
-  if job.workload then o.workload = job.workload end
+  if job.workload and job.workload ~= "serve" then o.workload = job.workload end
   -- serving on several GPUs is tensor-parallel unless the job says otherwise
   if o.workload == "infer" and not o.tp then o.tp = job.gpus end
   for k, v in pairs(extra or {}) do o[k] = v end
@@ -118,12 +138,14 @@ end
 local function tp_of(job)
   local tp = job.options and job.options.tp
   if not tp and job.workload == "infer" then tp = job.gpus end
+  if not tp and job.workload == "serve" then tp = job.replicas and job.gpus and math.floor(job.gpus / job.replicas) or job.gpus end
   return tp or 1
 end
 
 --- Memory check: does the job's worst rank fit on this GPU SKU?
 -- Returns plan (fits) | false, reason, plan | nil, msg, code.
 function Sched:memory(job, gpu_id)
+  if job.workload == "serve" then return self:serve_memory(job, gpu_id) end
   local opts = job_options(job, { gpus = job.gpus, max_gpus = job.max_gpus or 4096 })
   local fits, plan, code = self.cat:fits(job.model, gpu_id, opts)
   if fits == nil then return nil, plan, code end
@@ -139,6 +161,32 @@ function Sched:memory(job, gpu_id)
     reason = reason .. "; nothing on the fix ladder fits (last tried: " .. last.change .. ")"
   end
   return false, reason, plan
+end
+
+--- A serving job's memory as its engine lays it out (`gpuplan serve`): the
+-- weights, the profile run's activation peak and a KV cache that holds one
+-- request of max_model_len, per GPU of one replica.
+-- Returns doc (fits) | false, reason, doc | nil, msg, code.
+function Sched:serve_memory(job, gpu_id)
+  local opts = { model = job.model, gpu = gpu_id, tp = tp_of(job) }
+  for k, v in pairs(job.options or {}) do
+    if k ~= "gpus" and k ~= "replicas" and k ~= "workload" then opts[k] = v end
+  end
+  opts.tp = tp_of(job)
+  local doc, msg, code = self.cat:run("serve", opts)
+  if not doc then return nil, msg, code end
+  local m = doc.memory
+  if m.fits then return doc end
+  local reason
+  for _, n in ipairs(doc.notes or {}) do
+    if n:find("does not fit", 1, true) then reason = string.format("%s serving on %s: %s", doc.model, gpu_id, n) end
+  end
+  if not reason then
+    reason = string.format("%s serving on %d x %s: the KV cache holds %d tokens, less than one request of "
+      .. "max_model_len %d (lower context_len, raise tp, or a bigger GPU)", doc.model, opts.tp, gpu_id,
+      math.floor(m.kv_tokens or 0), m.max_model_len)
+  end
+  return false, reason, doc
 end
 
 -- Choose TP groups on one node: up to want groups of size t, each inside one
@@ -161,6 +209,16 @@ local function take_groups(domains, t, want)
   return gpus, got
 end
 
+-- A plan's (or a serve document's) bytes per GPU and capacity.
+local function per_gpu(plan)
+  if plan.worst then return plan.worst.total_bytes end
+  return plan.memory.total_bytes
+end
+local function capacity(plan)
+  if plan.worst then return plan.worst.capacity_bytes end
+  return plan.memory.visible_bytes
+end
+
 local function groups_on(domains, t)
   local g = 0
   for _, ids in ipairs(domains) do g = g + math.floor(#ids / t) end
@@ -181,17 +239,18 @@ function Sched:fits(job, node)
   local plan, why, c2 = self:memory(job, hw.gpu.id)
   if plan == nil then return nil, why, c2 end
   if not plan then return false, why end
-  local domains = free_by_domain(node, hw)
+  local domains, fabric = free_by_domain(node, hw, is_serving(job))
   local gpus, got = take_groups(domains, t, job.gpus / t)
   if got < job.gpus / t then
     local free = 0
     for _, ids in ipairs(domains) do free = free + #ids end
+    local where = fabric == "pcie" and "on one node's PCIe" or "within an NVLink domain"
     return false, string.format("%s has %d free GPUs%s; the job needs %d%s", node.name or "node", free,
-      t > 1 and string.format(" (%d NVLink groups of %d)", groups_on(domains, t), t) or "", job.gpus,
-      t > 1 and string.format(" in groups of %d within an NVLink domain", t) or "")
+      t > 1 and string.format(" (%d %s groups of %d)", groups_on(domains, t), fabric == "pcie" and "PCIe" or "NVLink", t)
+        or "", job.gpus, t > 1 and string.format(" in groups of %d %s", t, where) or "")
   end
-  return true, { gpu = hw.gpu.id, gpus = job.gpus, plan = plan,
-                 memory_per_gpu = plan.worst.total_bytes, capacity_per_gpu = plan.worst.capacity_bytes,
+  return true, { gpu = hw.gpu.id, gpus = job.gpus, plan = plan, tp_fabric = t > 1 and fabric or nil,
+                 memory_per_gpu = per_gpu(plan), capacity_per_gpu = capacity(plan),
                  nodes = { { name = node.name, gpus = gpus } } }
 end
 
@@ -220,8 +279,8 @@ function Sched:place(job, cluster)
     if not hw then return nil, msg, code end
     local id = hw.gpu.id
     if not by_sku[id] then by_sku[id] = {}; skus[#skus + 1] = id end
-    local domains = free_by_domain(node, hw)
-    table.insert(by_sku[id], { node = node, domains = domains, groups = groups_on(domains, t) })
+    local domains, fabric = free_by_domain(node, hw, is_serving(job))
+    table.insert(by_sku[id], { node = node, domains = domains, groups = groups_on(domains, t), fabric = fabric })
   end
   local reasons, best = {}, nil
   for _, id in ipairs(skus) do
@@ -273,8 +332,74 @@ function Sched:place(job, cluster)
           end
         end
         local p = { gpu = id, gpus = job.gpus, plan = plan, nodes = nodes,
-                    memory_per_gpu = plan.worst.total_bytes, capacity_per_gpu = plan.worst.capacity_bytes }
+                    tp_fabric = t > 1 and (cands[1] and cands[1].fabric) or nil,
+                    memory_per_gpu = per_gpu(plan), capacity_per_gpu = capacity(plan) }
         if not best or #nodes < #best.nodes then best = p end
+      end
+    end
+  end
+  if best then return best end
+  if #reasons == 0 then return nil, "the cluster has no nodes" end
+  return nil, table.concat(reasons, "; ")
+end
+
+--- Place a serving job's replicas: each replica is one tensor-parallel group
+-- of tp GPUs inside one node (NVLink, or PCIe: engines run TP over PCIe),
+-- all of one GPU type.  job.replicas (or job.gpus / tp) replicas are wanted;
+-- job.min_replicas (default: all of them) is the least that makes a
+-- placement.  Nodes are filled tightest first (best fit), so whole nodes stay
+-- free for large jobs; ties by name.  The first GPU type in the cluster's
+-- order whose memory check passes and that holds the most replicas wins.
+-- Returns placement { gpu, tp, tp_fabric, replicas = { {name, gpus}, ... },
+-- wanted, plan } | nil, reason | nil, msg, code.
+function Sched:place_replicas(job, cluster)
+  if type(job) ~= "table" or type(job.model) ~= "string" then error("job.model (a string) is needed", 2) end
+  if type(cluster) ~= "table" or type(cluster.nodes) ~= "table" then error("cluster.nodes is needed", 2) end
+  local t = (job.options and job.options.tp) or 1
+  local want = job.replicas or (job.gpus and math.floor(job.gpus / t))
+  if type(want) ~= "number" or want < 1 then error("job.replicas (at least 1) or job.gpus is needed", 2) end
+  local need = job.min_replicas or want
+  local sjob = { model = job.model, workload = job.workload or "serve", gpus = t, options = job.options }
+  local by_sku, skus = {}, {}
+  for _, node in ipairs(cluster.nodes) do
+    local hw, msg, code = self:node_hardware(node)
+    if not hw then return nil, msg, code end
+    local id = hw.gpu.id
+    if not by_sku[id] then by_sku[id] = {}; skus[#skus + 1] = id end
+    local domains, fabric = free_by_domain(node, hw, true)
+    table.insert(by_sku[id], { node = node, domains = domains, groups = groups_on(domains, t), fabric = fabric })
+  end
+  local reasons, best = {}, nil
+  for _, id in ipairs(skus) do
+    local plan, why, code = self:memory(sjob, id)
+    if plan == nil then return nil, why, code end
+    if not plan then
+      reasons[#reasons + 1] = why
+    else
+      local cands = by_sku[id]
+      table.sort(cands, function(a, b)
+        if a.groups ~= b.groups then return a.groups < b.groups end
+        return (a.node.name or "") < (b.node.name or "")
+      end)
+      local placed, fabrics = {}, {}
+      for _, c in ipairs(cands) do
+        if #placed >= want then break end
+        local k = math.min(c.groups, want - #placed)
+        if k > 0 then
+          local gpus = take_groups(c.domains, t, k)
+          for r = 1, k do
+            local g = {}
+            for q = (r - 1) * t + 1, r * t do g[#g + 1] = gpus[q] end
+            placed[#placed + 1] = { name = c.node.name, gpus = g }
+          end
+          fabrics[c.fabric] = true
+        end
+      end
+      if #placed < need then
+        reasons[#reasons + 1] = string.format("%s: room for %d of the %d replicas of %d GPUs", id, #placed, want, t)
+      elseif not best or #placed > #best.replicas then
+        best = { gpu = id, tp = t, replicas = placed, wanted = want, plan = plan,
+                 tp_fabric = t > 1 and (fabrics.pcie and "pcie" or "nvlink") or nil }
       end
     end
   end
@@ -307,6 +432,12 @@ function M.place(job, cluster)
   return s:place(job, cluster)
 end
 
-M.domains_of = function(node, hw) return domains_of(node, hw) end
+function M.place_replicas(job, cluster)
+  local s, msg, code = get_default()
+  if not s then return nil, msg, code end
+  return s:place_replicas(job, cluster)
+end
+
+M.domains_of = function(node, hw, pcie) return domains_of(node, hw, pcie) end
 
 return M

@@ -202,15 +202,33 @@ class Catalog(_Catalog):
         """True when the worst rank fits in the GPU's memory."""
         return self.plan(model, gpu, **options).worst.fits
 
-    def devices(self, sim=None, faults=(), load=600.0, busy=0.95, mem=0.87):
-        """The GPUs as nvidia-smi sees them (``gpuplan smi``): this machine's
-        (CUDA driver and NVML, loaded at run time; UnsupportedError without a
-        driver) or ``sim="a100-80gb:8"`` mock GPUs after ``load`` seconds of
+    def smi(self, **options):
+        """The nvidia-smi view (``gpuplan smi --json``): this machine's GPUs (CUDA
+        driver and NVML loaded at run time) or ``sim="a100-80gb:8"`` mock GPUs
+        with ``fault=["thermal@3", "ecc"]``, ``load``, ``busy``, ``mem_fraction``,
+        ``job`` (a simulated training job), queries (``query_gpu``)..."""
+        return self.run("smi", **options)
+
+    def topo(self, **options):
+        """A node's GPU/NIC matrix and rank placement (``gpuplan topo --json``)."""
+        return self.run("topo", **options)
+
+    def doctor(self, **options):
+        """Check a GPU environment (``gpuplan doctor --json``): findings with fixes."""
+        return self.run("doctor", **options)
+
+    def devices(self, sim=None, faults=(), load=None, busy=None, mem=None, **options):
+        """The GPUs of ``smi()`` (its ``gpus``): this machine's, or ``sim`` mock GPUs
+        with ``faults`` such as ``["thermal", "ecc@1"]`` after ``load`` seconds of
         training (busy fraction ``busy``, PyTorch cache ``mem`` of the free
-        memory), with ``faults`` such as ``["thermal", "ecc@1"]``.  Fields a
-        source cannot give are None.
-        """
-        return [Result(d) for d in _Catalog.devices(self, sim, list(faults) if faults else None, load, busy, mem)]
+        memory).  Without a driver: UnsupportedError, as nvidia-smi fails."""
+        if isinstance(faults, str):
+            faults = [faults]
+        doc = self.run("smi", sim=sim, fault=list(faults) or None, load=load, busy=busy, mem_fraction=mem,
+                       **options)
+        if not doc.driver.available:
+            raise UnsupportedError(doc.driver.error)
+        return doc.gpus
 
 
 def replay(path, alloc_conf=None, capacity=None, device=None, gpu=None, catalog=None, timeline=None, **options):

@@ -224,21 +224,32 @@ GPUPLAN_API int gpuplan_backend_link(gpuplan_backend *b, int a, int b_dev, gpupl
  */
 GPUPLAN_API int gpuplan_driver_cuda_version(const char *driver_version);
 
+/** gpuplan_devices_metrics() flags: DCGM Exporter's exact label and type
+ *  spelling (modelName, DCGM counters typed counter), which promtool's
+ *  linter rejects (camelCase label, counters without _total). */
+#define GPUPLAN_METRICS_DCGM_EXACT 1u
+
 /**
  * Prometheus text exposition (format 0.0.4) of an smi document
  * (gpuplan_job_run(job, "smi", ...)) with DCGM Exporter's metric names and
- * labels (DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID=...,pci_bus_id=...,device=
- * "nvidia0",modelName=...,Hostname=...,DCGM_FI_DRIVER_VERSION=...}, ...),
- * gpuplan's own gauges (gpuplan_nvlink_links_up, ...) and, when doctor is
- * not NULL (a doctor document of the same machine), one
- * gpuplan_doctor_check_failed{check=...} series per check.
+ * labels: DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID=...,pci_bus_id=...,
+ * device="nvidia0",model_name=...,Hostname=...,DCGM_FI_DRIVER_VERSION=...},
+ * ..., DCGM_FI_PROF_* for mock GPUs (their model of the profiling
+ * counters), gpuplan's own series (gpuplan_nvlink_links_up, gpuplan_gpu_lost,
+ * gpuplan_job_steps_total, ...) and, when doctor is not NULL (a doctor
+ * document of the same machine), gpuplan_doctor_check_failed{check=...}
+ * per check.  A field the GPU does not report has no sample, as in DCGM
+ * Exporter.  Without GPUPLAN_METRICS_DCGM_EXACT the exposition passes
+ * `promtool check metrics`: the model label is model_name, DCGM's
+ * counters are untyped and DCGM_FI_DEV_PCIE_REPLAY_COUNTER (a type in its
+ * name) is left out.
  * @param[out] text_out  NUL-terminated; free with gpuplan_free(ctx, *text_out).
  * @return GPUPLAN_OK; GPUPLAN_EINVAL (not an smi or doctor document);
  *         GPUPLAN_ENOMEM.
  * @errors any  @threads ctx  @since 0.2.0
  */
 GPUPLAN_API int gpuplan_devices_metrics(gpuplan_ctx *ctx, const gpuplan_doc *smi, const gpuplan_doc *doctor,
-                                        char **text_out, size_t *len_out);
+                                        unsigned flags, char **text_out, size_t *len_out);
 
 /**
  * The catalog SKU a device name and memory size match ("NVIDIA A100-SXM4-

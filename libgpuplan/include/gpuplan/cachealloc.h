@@ -6,7 +6,7 @@
  * segment sizes, best-fit search by (stream, size, address), splitting and
  * merging, max_split_size, garbage_collection_threshold with a memory
  * fraction, the free-and-retry path, statistics and the exact OOM text.
- * Rules are numbered as in ../shared/reference/allocator-rules.md (R1-R32);
+ * Rules are numbered as in data/reference/allocator-rules.md (R1-R32);
  * docs/allocator.md maps them to the code.
  *
  * Device memory itself comes from a device (gpuplan_device_ops): the
@@ -155,14 +155,23 @@ GPUPLAN_API int gpuplan_cachealloc_malloc(gpuplan_cachealloc *a, uint64_t size, 
                                          uint64_t *addr_out);
 
 /**
- * torch's free of the block at addr.
- * @return GPUPLAN_OK, or GPUPLAN_EINVAL when addr is not an allocated block.
+ * torch's free of the block at addr.  addr 0 (what a size-0 request gets)
+ * is a no-op, as free(NULL).
+ * @return GPUPLAN_OK; GPUPLAN_EINVAL when addr is not an allocated block;
+ *         GPUPLAN_ENOMEM (host) before anything changed.
  * @errors any  @threads ctx  @since 0.1.0
  */
 GPUPLAN_API int gpuplan_cachealloc_release(gpuplan_cachealloc *a, uint64_t addr);
 
-/** torch.cuda.empty_cache(): return every whole free segment (R19). */
-GPUPLAN_API void gpuplan_cachealloc_empty_cache(gpuplan_cachealloc *a);
+/**
+ * torch.cuda.empty_cache(): return every whole free segment, and unmap the
+ * free pages of expandable segments (R19, R29).
+ * @return GPUPLAN_OK; GPUPLAN_ENOMEM when host memory ran out while
+ *         unmapping (the pages not yet unmapped stay mapped; the state is
+ *         consistent); GPUPLAN_EMISUSE for NULL.
+ * @errors nomem  @threads ctx  @since 0.1.0 (returns a status since 0.2.0)
+ */
+GPUPLAN_API int gpuplan_cachealloc_empty_cache(gpuplan_cachealloc *a);
 
 /** The statistics (borrowed; valid while the allocator lives). */
 GPUPLAN_API const gpuplan_alloc_stats *gpuplan_cachealloc_stats(const gpuplan_cachealloc *a);
@@ -201,7 +210,9 @@ GPUPLAN_API int gpuplan_cachealloc_segment(gpuplan_cachealloc *a, size_t i,
                                           gpuplan_block_info *blocks, size_t cap);
 
 /**
- * The memory_summary() report (memory.py's table), NUL-terminated.
+ * The memory_summary() report (torch/cuda/memory.py's table, device 0, in
+ * the layout of the conf's release: 1.13's KB/MB without "Requested
+ * memory", else 2.x's), NUL-terminated.
  * @param[out] out  free with gpuplan_free(ctx, *out).
  * @errors nomem  @threads ctx  @since 0.1.0
  */
@@ -225,13 +236,22 @@ typedef struct gpuplan_oom_info {
   uint64_t allowed;         /**< set_per_process_memory_fraction cap (0 if none) */
   uint64_t private_pools;   /**< cached in CUDA-graph pools */
   int nprocs;               /**< other processes listed */
+  int partial;              /**< only "Tried to allocate" was given (format 0): the rest is unknown */
+  int cuda_error;           /**< "CUDA error: out of memory": the CUDA runtime, not the caching allocator */
+  int messages;             /**< out-of-memory messages in the text (a multi-rank log); the first is read */
+  int rank;                 /**< the rank the first came from ("[rank3]:"), or -1 */
 } gpuplan_oom_info;
 
 /**
  * Parse the text of a torch.OutOfMemoryError ("CUDA out of memory. Tried to
- * allocate 2.00 GiB. GPU 0 has a total capacity of ...").  Surrounding log
- * text is ignored; both the <= 2.0 and the 2.1+ wordings are understood.
- * @return GPUPLAN_OK or GPUPLAN_EINVAL naming what is missing.
+ * allocate 2.00 GiB. GPU 0 has a total capacity of ..."), or a log holding
+ * it: the first out-of-memory message is read (a multi-rank log repeats
+ * it per rank; messages counts them), the rest of the log is ignored.  The
+ * <= 2.0 and 2.1+ wordings are understood, so are a message cut after
+ * "Tried to allocate X" (partial) and the CUDA runtime's "CUDA error: out
+ * of memory" (cuda_error).
+ * @return GPUPLAN_OK or GPUPLAN_EINVAL when the text holds no
+ *         out-of-memory message (or an unreadable one), saying so.
  * @errors any  @threads ctx  @since 0.1.0
  */
 GPUPLAN_API int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *out);
@@ -242,7 +262,8 @@ typedef enum gpuplan_oom_verdict {
   GPUPLAN_OOM_MIXED = 1,         /**< free + cached would cover it, neither alone */
   GPUPLAN_OOM_DEMAND = 2,        /**< the job needs more than the card has */
   GPUPLAN_OOM_OTHER_PROCESS = 3, /**< another process holds what was missing */
-  GPUPLAN_OOM_FRACTION = 4       /**< a memory-fraction cap, not the card, refused it */
+  GPUPLAN_OOM_FRACTION = 4,      /**< a memory-fraction cap, not the card, refused it */
+  GPUPLAN_OOM_UNKNOWN = 5        /**< the message does not say enough (partial, or the CUDA runtime's) */
 } gpuplan_oom_verdict;
 
 /**

@@ -94,7 +94,8 @@ typedef enum gpuplan_impl {
 /** Which training step is sized. */
 typedef enum gpuplan_phase {
   GPUPLAN_PHASE_STEADY = 0,  /**< step 2 on: optimizer states exist during forward and backward */
-  GPUPLAN_PHASE_FIRST = 1    /**< step 1: states are created lazily in step(), after the activations are freed */
+  GPUPLAN_PHASE_FIRST = 1,   /**< step 1: states are created lazily in step(), after the activations are freed */
+  GPUPLAN_PHASE_FORWARD = 2  /**< a forward pass only, its autograd graph kept (a profiling run; no loss) */
 } gpuplan_phase;
 
 /** How the optimizer step runs (its temporaries). */
@@ -129,6 +130,7 @@ typedef struct gpuplan_module_desc {
   double fwd_extra_bytes;    /**< per sample: bytes alive at forward's peak beyond the saved ones (temporaries, outputs) */
   double bwd_extra_bytes;    /**< per sample: the most bytes backward adds above what is still saved (activation gradients) */
   double out_bytes;          /**< per sample: the outputs and the loss */
+  double in_bytes;           /**< per sample: the input batch */
   double act_dtype_bytes;    /**< the dtype the trace ran in (4: fp32); activations scale by the run's dtype over it */
 } gpuplan_module_desc;
 
@@ -200,6 +202,7 @@ typedef struct gpuplan_memory_options {
   int grads_persist;            /**< -1: the convention's (kept buffers in DeepSpeed/Megatron; set_to_none in FSDP/HF), 0, 1 */
   gpuplan_opt_impl optimizer_impl; /**< GPUPLAN_OPTIMPL_DEFAULT: the convention's */
   int prev_logits;              /**< -1: the implementation's (eager keeps the previous step's logits referenced), 0, 1 */
+  int softmax_saves_input;      /**< PyTorch <= 1.10: softmax/log_softmax keep their input for backward (pytorch#64000) */
 
   /* model facts a catalog row cannot carry (0 / -1: none, the model's) */
   int64_t expert_ffn;           /**< routed experts' FFN width; 0 = ffn_hidden */
@@ -244,11 +247,12 @@ typedef struct gpuplan_memory_options {
     .paged = 0, .block_tokens = 16, .context_bytes = -1, .nccl_bytes = -1,                     \
     .workspace_bytes = -1, .params_override = 0.0, .impl = GPUPLAN_IMPL_FUSED,                \
     .precision_auto = 0, .phase = GPUPLAN_PHASE_STEADY, .grads_persist = -1,                   \
-    .optimizer_impl = GPUPLAN_OPTIMPL_DEFAULT, .prev_logits = -1, .expert_ffn = 0,             \
+    .optimizer_impl = GPUPLAN_OPTIMPL_DEFAULT, .prev_logits = -1, .softmax_saves_input = 0,      \
+    .expert_ffn = 0,             \
     .shared_experts = 0, .shared_expert_ffn = 0, .dense_layers = 0, .q_lora_rank = 0,          \
     .kv_lora_rank = 0, .qk_rope_dim = 0, .v_head_dim = 0, .decoder_layers = 0,                 \
     .head_labels = 0, .qkv_bias = -1, .qk_norm = 0, .parallel_block = 0, .extra_params = 0.0,  \
-    .module = {0, 0, 0, 0, 0, 0, 0, 0, 0}, .finetune = GPUPLAN_FT_FULL, .lora_rank = 16,       \
+    .module = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, .finetune = GPUPLAN_FT_FULL, .lora_rank = 16,       \
     .lora_modules = 0, .base_dtype = GPUPLAN_DTYPE_BF16, .double_quant = 1,                   \
     .paged_optimizer = 0, .gpu_total_bytes = 0 }
 

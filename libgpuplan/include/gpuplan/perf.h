@@ -41,11 +41,16 @@ typedef struct gpuplan_cluster {
   double price_per_hour;        /**< per node; NaN when unknown */
   const char *intra_name;       /**< fabric ids, for printing */
   const char *inter_name;
+  /* since 0.2.0 */
+  double host_bw_bytes_s;       /**< GPU to host, one direction: the catalog's PCIe row of the GPU's generation */
 } gpuplan_cluster;
 
 /**
- * A cluster of k catalog nodes (GPU, count, fabrics, NICs, price).
+ * A cluster of k catalog nodes (GPU, count, fabrics, NICs, price).  A node
+ * without an intra-node fabric row gets the catalog's PCIe row of its
+ * GPU's generation; one without a scale-out fabric the catalog's 25 GbE.
  * @return GPUPLAN_OK or GPUPLAN_EINVAL/ENOTFOUND with a message.
+ * @errors any  @threads ctx  @since 0.1.0
  */
 GPUPLAN_API int gpuplan_cluster_from_node(gpuplan_ctx *ctx, gpuplan_catalog *cat,
                                           const gpuplan_node *node, int64_t nodes,
@@ -53,8 +58,11 @@ GPUPLAN_API int gpuplan_cluster_from_node(gpuplan_ctx *ctx, gpuplan_catalog *cat
 
 /**
  * A cluster of gpus GPUs of a SKU in nodes of gpus_per_node, with the SKU's
- * NVLink (or PCIe) inside a node and InfiniBand NDR (H100 and newer) or
- * HDR (older) with one NIC per GPU between nodes, as DGX/HGX systems.
+ * NVLink (its NVSwitch fabric row for the latency) or the catalog's PCIe
+ * row of its generation inside a node, and InfiniBand NDR (H100 and newer)
+ * or HDR (older) with one NIC per GPU between nodes, as DGX/HGX systems.
+ * @return GPUPLAN_OK or GPUPLAN_EINVAL naming the field.
+ * @errors any  @threads ctx  @since 0.1.0
  */
 GPUPLAN_API int gpuplan_cluster_default(gpuplan_ctx *ctx, gpuplan_catalog *cat,
                                         const gpuplan_gpu *gpu, int64_t gpus,
@@ -77,7 +85,7 @@ typedef enum gpuplan_framework {
   GPUPLAN_FW_COUNT = 8
 } gpuplan_framework;
 
-/** "megatron", "nemo", ... (static); "?" for an unknown value. @threads any @since 0.2.0 */
+/** "megatron", "nemo", ... (static); "?" for an unknown value. @errors none @threads any @since 0.2.0 */
 GPUPLAN_API const char *gpuplan_framework_name(gpuplan_framework fw);
 
 /**
@@ -128,7 +136,7 @@ typedef struct gpuplan_perf_constants {
   double coll_eff;               /**< NCCL bus bandwidth / link bandwidth */
   double overlap_eff;            /**< share of a phase's compute that can hide its collectives */
   double tp_overlap;             /**< share of TP collectives that overlap their GEMMs (0: not overlapped) */
-  double zero3_bw_eff;           /**< ZeRO-3 / FSDP parameter traffic: share of the bus bandwidth reached */
+  double dp_bw_eff;              /**< share of the bus bandwidth the ZeRO-2/3 / FSDP engine's per-micro-batch collectives reach (DeepSpeed: 0.1) */
   double straggler;              /**< per-rank step-time jitter (share of compute); cost grows as sqrt(2 ln n) */
   double step_overhead_s;        /**< fixed per-step cost (optimizer launch, logging, data), seconds */
   int grad_reduce_per_microbatch; /**< -1: the framework's rule; 0: once per step; 1: every micro-batch */
@@ -138,7 +146,7 @@ typedef struct gpuplan_perf_constants {
 
 /** The profile of a framework (GPUPLAN_FW_*). @errors none @threads any @since 0.2.0 */
 GPUPLAN_API void gpuplan_perf_constants_framework(gpuplan_framework fw, gpuplan_perf_constants *out);
-/** The Megatron profile (gpuplan_perf_constants_framework(GPUPLAN_FW_MEGATRON)). @since 0.1.0 */
+/** The Megatron profile (gpuplan_perf_constants_framework(GPUPLAN_FW_MEGATRON)). @errors none @threads any @since 0.1.0 */
 GPUPLAN_API void gpuplan_perf_constants_default(gpuplan_perf_constants *out);
 
 /**
@@ -148,7 +156,7 @@ GPUPLAN_API void gpuplan_perf_constants_default(gpuplan_perf_constants *out);
  */
 GPUPLAN_API int gpuplan_perf_constant_set(gpuplan_perf_constants *k, const char *name, double value);
 
-/** The n-th constant's name and value (n from 0; NULL past the end). @threads any @since 0.2.0 */
+/** The n-th constant's name (static) and value (n from 0; NULL past the end). @errors none @threads any @since 0.2.0 */
 GPUPLAN_API const char *gpuplan_perf_constant_at(const gpuplan_perf_constants *k, size_t n, double *value);
 
 /** Maximum number of collectives in a gpuplan_perf breakdown. */
@@ -291,6 +299,7 @@ typedef struct gpuplan_candidate {
   char why[256];                   /**< what makes it fast or slow, in words */
   /* since 0.2.0 */
   int tp_overlap;                  /**< TP communication overlapped with GEMMs */
+  int dp_overlap;                  /**< gradient reduction / parameter gathers overlapped with compute */
   int tied_with_first;             /**< within the model's error of #1 */
   double score;                    /**< what the objective ranks (s per sequence, or cost per Mtok) */
 } gpuplan_candidate;

@@ -72,7 +72,8 @@ typedef struct gpuplan_replay_options {
 
 /** What a replay found (a plain value). */
 typedef struct gpuplan_replay_result {
-  int exact;                 /**< exact mode: every alloc address, segment size and the final layout matched */
+  int exact;                 /**< exact mode: every alloc address, segment size and the final layout
+                                  matched (0 for a trace with no events: nothing was checked) */
   int rebuilt_start;         /**< the trace started mid-run; its start state was rebuilt */
   size_t events;             /**< trace events processed */
   size_t allocs;             /**< alloc events matched (exact) or replayed */
@@ -90,7 +91,11 @@ typedef struct gpuplan_replay_result {
 } gpuplan_replay_result;
 
 /**
- * Replay a snapshot.
+ * Replay a snapshot.  A trace that starts mid-run gets its start state
+ * rebuilt; where the file does not fix it (a block handed out whole before
+ * the trace may have been up to 1 MiB longer than its request), the sizes
+ * are learnt from the trace, and the job API's document says which events
+ * could not be checked (gpuplan_job_run(job, "replay")).
  * @param options  NULL for an exact replay.
  * @return GPUPLAN_OK (inspect out: a divergence or an OOM is a result, not
  *         an error); GPUPLAN_EINVAL (bad alloc_conf); GPUPLAN_EUNSUPPORTED
@@ -137,10 +142,35 @@ GPUPLAN_API void gpuplan_recorder_trace(void *recorder, const gpuplan_alloc_even
 GPUPLAN_API size_t gpuplan_recorder_count(const gpuplan_recorder *r);
 
 /**
+ * Name what the allocations recorded from now on are for: written as the
+ * "frames" of their trace entries and blocks ([{name, filename, line}]),
+ * which PyTorch's memory viewer shows for each block (a step program's
+ * layer and op: name "layer 12 mlp fc1 output", filename "gpuplan
+ * simulate").  Strings are copied.  NULL name: no frame from now on
+ * (entries then name gpuplan's model).
+ * @return GPUPLAN_OK, GPUPLAN_ENOMEM, GPUPLAN_EMISUSE (NULL recorder).
+ * @errors nomem  @threads ctx  @since 0.2.0
+ */
+GPUPLAN_API int gpuplan_recorder_set_frame(gpuplan_recorder *r, const char *name, const char *filename,
+                                           int line);
+
+/**
+ * The time of the entries recorded from now on, in microseconds since the
+ * epoch (a modelled clock: step start + modelled op times).  Without a
+ * call, entries carry no "time_us", rather than a made-up one.
+ * @errors none  @threads ctx  @since 0.2.0
+ */
+GPUPLAN_API void gpuplan_recorder_set_time(gpuplan_recorder *r, int64_t time_us);
+
+/**
  * Write a torch.cuda.memory._dump_snapshot()-format pickle: the allocator's
  * current segments and blocks, the recorded trace as device 0's history,
  * and the allocator settings.  PyTorch's memory_viz (pytorch.org/memory_viz)
- * opens it, and gpuplan_snapshot_load() reads it back.
+ * opens it, and gpuplan_snapshot_load() reads it back: a trace longer than
+ * the reader takes (about 2.5 million entries) is written as its last
+ * entries, as PyTorch's own ring buffer keeps them, and the replay rebuilds
+ * the state they start from.  Entries and blocks carry frames (see
+ * gpuplan_recorder_set_frame()) and, when given, times.
  * @return GPUPLAN_OK; GPUPLAN_EIO (cannot write path); GPUPLAN_ENOMEM
  *         (including a recorder that ran out of memory while recording).
  * @errors any  @threads ctx  @since 0.1.0

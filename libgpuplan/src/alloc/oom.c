@@ -11,22 +11,32 @@
 
 #include "common/internal.h"
 
-/* Parse "<number> <unit>" at p ("2.00 GiB", "0 bytes"); returns the end. */
+/* Parse "<number> <unit>" at p ("2.00 GiB", "0 bytes"); returns the end.
+ * The number is decimal, as format_size writes it (no inf, nan or hex),
+ * and the size must fit 64 bits (found by fuzz_oom). */
 static const char *size_at(const char *p, uint64_t *out) {
+  static const struct { const char *unit; double mult; } units[] = {
+    {"bytes", 1.0}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+  };
   char *end;
   double v;
+  size_t k;
   while (*p == ' ') p++;
+  if (!(*p >= '0' && *p <= '9')) return NULL;
   v = strtod(p, &end);
-  if (end == p || v < 0) return NULL;
+  if (end == p || !(v >= 0) || (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))) return NULL;
   p = end;
   while (*p == ' ') p++;
-  if (strncmp(p, "bytes", 5) == 0) *out = (uint64_t)v, p += 5;
-  else if (strncmp(p, "KiB", 3) == 0) *out = (uint64_t)(v * 1024.0 + 0.5), p += 3;
-  else if (strncmp(p, "MiB", 3) == 0) *out = (uint64_t)(v * 1048576.0 + 0.5), p += 3;
-  else if (strncmp(p, "GiB", 3) == 0) *out = (uint64_t)(v * 1073741824.0 + 0.5), p += 3;
-  else if (strncmp(p, "TiB", 3) == 0) *out = (uint64_t)(v * 1099511627776.0 + 0.5), p += 3;
-  else return NULL;
-  return p;
+  for (k = 0; k < sizeof units / sizeof units[0]; k++) {
+    size_t n = strlen(units[k].unit);
+    if (strncmp(p, units[k].unit, n) == 0) {
+      double b = v * units[k].mult + (k ? 0.5 : 0.0);
+      if (!(b < 18446744073709549568.0)) return NULL; /* below 2^64 */
+      *out = (uint64_t)b;
+      return p + n;
+    }
+  }
+  return NULL;
 }
 
 /* The size that follows the first occurrence of key in s, or 0 (found = 0). */
@@ -48,43 +58,90 @@ static int size_before(const char *s, const char *key, uint64_t *out) {
   return size_at(q, out) != NULL;
 }
 
+/* The first of needles in s[0..n), or NULL. */
+static const char *first_of(const char *s, const char *const *needles, size_t count) {
+  const char *best = NULL;
+  size_t i;
+  for (i = 0; i < count; i++) {
+    const char *p = strstr(s, needles[i]);
+    if (p && (!best || p < best)) best = p;
+  }
+  return best;
+}
+
+/* The out-of-memory messages PyTorch and CUDA write. */
+static const char *const oom_marks[] = {"out of memory. Tried to allocate", "CUDA error: out of memory"};
+#define NMARKS (sizeof oom_marks / sizeof oom_marks[0])
+
+/* "[rank3]:" (torchrun's prefix) on the line of p, or -1. */
+static int rank_of(const char *text, const char *p) {
+  const char *line = p, *r;
+  while (line > text && line[-1] != '\n') line--;
+  r = strstr(line, "[rank");
+  if (!r || r > p) return -1;
+  return atoi(r + 5);
+}
+
 int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
-  const char *s, *p;
+  const char *s, *p, *next;
+  char *msg = NULL;
+  int rc = GPUPLAN_OK;
   if (!ctx) return GPUPLAN_EMISUSE;
   if (!text || !o) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "oom: NULL argument");
   memset(o, 0, sizeof *o);
-  s = strstr(text, "Tried to allocate");
+  o->rank = -1;
+  s = first_of(text, oom_marks, NMARKS);
   if (!s)
     return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                          "oom text: no 'Tried to allocate' (paste the whole 'CUDA out of memory.' line)");
-  if (strncmp(s, "Tried to allocate more than 1EB", 31) == 0) {
+                          "oom text: no out-of-memory message (no 'Tried to allocate' nor 'CUDA error: out of "
+                          "memory'; paste the whole 'CUDA out of memory.' line)");
+  o->rank = rank_of(text, s);
+  /* The first message only: up to where the next one starts. */
+  next = NULL;
+  for (p = s, o->messages = 0; p; o->messages++) {
+    p = first_of(p + 1, oom_marks, NMARKS);
+    if (o->messages == 0) next = p;
+  }
+  if (next) {
+    size_t n = (size_t)(next - s);
+    if (!(msg = gpuplan__malloc(ctx, n + 1))) return gpuplan__nomem(ctx);
+    memcpy(msg, s, n);
+    msg[n] = 0;
+    s = msg;
+  }
+  if (strncmp(s, "CUDA error: out of memory", 25) == 0) {
+    /* cudaErrorMemoryAllocation from the runtime (context creation, a
+     * library's workspace, a kernel): no figures. */
+    o->cuda_error = 1;
+    o->partial = 1;
+    goto done;
+  }
+  if ((p = strstr(s, "Tried to allocate more than 1EB")) != NULL && p == strstr(s, "Tried to allocate")) {
     o->format = 2;
     o->tried = UINT64_MAX;
-    return GPUPLAN_OK;
+    goto done;
   }
-  if (!find_size(s, "Tried to allocate", &o->tried))
-    return gpuplan__error(ctx, GPUPLAN_EINVAL, "oom text: cannot read the size after 'Tried to allocate'");
+  s = strstr(s, "Tried to allocate");
+  if (!s || !find_size(s, "Tried to allocate", &o->tried)) {
+    rc = gpuplan__error(ctx, GPUPLAN_EINVAL, "oom text: cannot read the size after 'Tried to allocate'");
+    goto done;
+  }
   if ((p = strstr(s, "(GPU ")) != NULL) {
     /* <= 2.0: (GPU 0; T total capacity; P already allocated; F free; [A allowed; ]R reserved in total by PyTorch) */
     o->format = 1;
     o->device = atoi(p + 5);
     if (!size_before(s, " total capacity", &o->total) || !size_before(s, " already allocated", &o->allocated) ||
         !size_before(s, " free;", &o->free) || !size_before(s, " reserved in total by PyTorch", &o->reserved))
-      return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                            "oom text: the (GPU ...; total capacity; already allocated; free; reserved) part is incomplete");
+      goto cut; /* the (GPU ...) part is cut short */
     size_before(s, " allowed;", &o->allowed);
     o->unallocated = o->reserved > o->allocated ? o->reserved - o->allocated : 0;
-  } else {
+  } else if ((p = strstr(s, "GPU ")) != NULL && strstr(s, "has a total capacity of")) {
     o->format = 2;
-    p = strstr(s, "GPU ");
-    if (!p) return gpuplan__error(ctx, GPUPLAN_EINVAL, "oom text: no 'GPU <n> has a total capacity'");
     o->device = atoi(p + 4);
-    if (!find_size(s, "has a total capacity of", &o->total) || !size_before(s, " is free", &o->free))
-      return gpuplan__error(ctx, GPUPLAN_EINVAL, "oom text: cannot read the total capacity and free memory");
-    if (!find_size(s, "Of the allocated memory", &o->allocated))
-      return gpuplan__error(ctx, GPUPLAN_EINVAL, "oom text: no 'Of the allocated memory <size> is allocated by PyTorch'");
-    if (!size_before(s, " is reserved by PyTorch but unallocated", &o->unallocated))
-      return gpuplan__error(ctx, GPUPLAN_EINVAL, "oom text: no '<size> is reserved by PyTorch but unallocated'");
+    if (!find_size(s, "has a total capacity of", &o->total) || !size_before(s, " is free", &o->free) ||
+        !find_size(s, "Of the allocated memory", &o->allocated) ||
+        !size_before(s, " is reserved by PyTorch but unallocated", &o->unallocated))
+      goto cut; /* cut short */
     o->reserved = o->allocated + o->unallocated;
     find_size(s, "this process has", &o->process);
     size_before(s, " allowed;", &o->allowed);
@@ -98,18 +155,45 @@ int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
         o->nprocs++;
       }
     }
+  } else {
+    goto cut;
   }
-  gpuplan__clear(ctx);
-  return GPUPLAN_OK;
+  goto done;
+cut:
+  /* The message stops after the size (the seed ticket's), or part way:
+   * only what was asked for is known. */
+  {
+    uint64_t tried = o->tried;
+    int device = o->device, messages = o->messages, rank = o->rank;
+    memset(o, 0, sizeof *o);
+    o->tried = tried;
+    o->device = device;
+    o->messages = messages;
+    o->rank = rank;
+    o->partial = 1;
+  }
+done:
+  gpuplan__free(ctx, msg);
+  if (rc == GPUPLAN_OK) gpuplan__clear(ctx);
+  return rc;
+}
+
+/* The fixes for real demand, numbered from *n. */
+static void demand_fixes(gpuplan__buf *b, int *n) {
+  gpuplan__buf_printf(b, "  %d. smaller micro-batch (with gradient accumulation for the same global batch)\n", (*n)++);
+  gpuplan__buf_printf(b, "  %d. activation checkpointing (selective, then full)\n", (*n)++);
+  gpuplan__buf_printf(b, "  %d. shard the model states: ZeRO-2/ZeRO-3 or FSDP over more GPUs\n", (*n)++);
+  gpuplan__buf_printf(b, "  %d. bf16 mixed precision (or 8-bit optimizer states)\n", (*n)++);
+  gpuplan__buf_printf(b, "  %d. more GPUs, or a bigger GPU\n", (*n)++);
 }
 
 int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom_verdict *v_out,
                         char **text_out) {
   gpuplan__buf b;
-  char A[32], F[32], U[32], P[32], T[32], X[32], N[32];
+  char A[32], F[32], U[32], P[32], T[32], X[32], N[32], H[32];
   gpuplan_oom_verdict v;
   int n = 1;
-  uint64_t outside = 0;
+  uint64_t outside = 0, headroom = 0;
   if (!ctx) return GPUPLAN_EMISUSE;
   if (!o || !text_out) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "oom: NULL argument");
   *text_out = NULL;
@@ -119,32 +203,91 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
   gpuplan_format_size(o->allocated, P, sizeof P);
   gpuplan_format_size(o->total, T, sizeof T);
   gpuplan_format_size(o->others, X, sizeof X);
+  /* Memory outside PyTorch's allocator: this process's own (CUDA context,
+   * NCCL, cuBLAS) when the message gives it; otherwise what neither
+   * PyTorch nor the free figure accounts for (other processes included). */
   if (o->process > o->reserved) outside = o->process - o->reserved;
+  else if (!o->process && o->total > o->reserved + o->free + o->others)
+    outside = o->total - o->reserved - o->free - o->others;
   gpuplan_format_size(outside, N, sizeof N);
+  /* What the card would have left after this allocation with no
+   * fragmentation at all: the free memory plus every cached byte. */
+  if (o->free + o->unallocated > o->tried) headroom = o->free + o->unallocated - o->tried;
+  gpuplan_format_size(headroom, H, sizeof H);
 
-  if (o->allowed && o->reserved + o->tried > o->allowed && o->free >= o->tried) v = GPUPLAN_OOM_FRACTION;
+  if (o->partial) v = GPUPLAN_OOM_UNKNOWN;
+  else if (o->allowed && o->reserved + o->tried > o->allowed && o->free >= o->tried) v = GPUPLAN_OOM_FRACTION;
   else if (o->others > 0 && o->others >= o->tried && o->others * 10 >= o->total) v = GPUPLAN_OOM_OTHER_PROCESS;
-  else if (o->unallocated >= o->tried) v = GPUPLAN_OOM_FRAGMENTATION;
+  else if (o->unallocated >= o->tried)
+    /* Fragmented, but if defragmenting would leave under 2% of the card,
+     * the job is at the card's limit: demand (EC-2, the Colab T4 case). */
+    v = o->total && headroom * 50 < o->total ? GPUPLAN_OOM_DEMAND : GPUPLAN_OOM_FRAGMENTATION;
   else if (o->others > 0 && o->free + o->others >= o->tried) v = GPUPLAN_OOM_OTHER_PROCESS;
   else if (o->free + o->unallocated >= o->tried) v = GPUPLAN_OOM_MIXED;
   else v = GPUPLAN_OOM_DEMAND;
 
   gpuplan__buf_init(&b, ctx);
-  gpuplan__buf_printf(&b, "The allocator asked the driver for a %s segment; the card (%s) had %s free. "
-                          "PyTorch held %s in live tensors and %s cached but unusable for this request",
-                      A, T, F, P, U);
-  if (o->process) gpuplan__buf_printf(&b, "; outside its allocator this process used %s (CUDA context, NCCL, cuBLAS, other libraries)", N);
-  if (o->nprocs) gpuplan__buf_printf(&b, "; %d other process(es) held %s", o->nprocs, X);
-  gpuplan__buf_puts(&b, ".\n\n");
+  if (o->messages > 1) {
+    if (o->rank >= 0)
+      gpuplan__buf_printf(&b, "The text holds %d out-of-memory messages; this is the first, from rank %d (the "
+                              "others usually follow from it: a rank that fails stops the collective the rest "
+                              "wait in).\n\n", o->messages, o->rank);
+    else
+      gpuplan__buf_printf(&b, "The text holds %d out-of-memory messages; this is the first.\n\n", o->messages);
+  }
+  if (o->cuda_error) {
+    gpuplan__buf_puts(&b, "\"CUDA error: out of memory\" comes from the CUDA runtime, not from PyTorch's caching "
+                          "allocator (whose message says \"Tried to allocate\"): a cudaMalloc the allocator does not "
+                          "make ran out of memory. The usual ones: creating the CUDA context on a GPU that is "
+                          "already full (another process), cuBLAS/cuDNN workspaces, NCCL's communicator buffers, "
+                          "or a custom kernel or extension. CUDA reports errors asynchronously, so the line that "
+                          "raised it may not be the one that failed.\n\n"
+                          "Verdict: UNKNOWN from this message alone.\nTry, in order:\n");
+    gpuplan__buf_printf(&b, "  %d. nvidia-smi: another process holding the GPU (gpuplan smi shows what to look "
+                            "for)\n", n++);
+    gpuplan__buf_printf(&b, "  %d. CUDA_LAUNCH_BLOCKING=1 to find the call that failed\n", n++);
+    gpuplan__buf_printf(&b, "  %d. leave room outside PyTorch: torch.cuda.set_per_process_memory_fraction(0.9) "
+                            "keeps PyTorch's cache from taking the whole card\n", n++);
+    gpuplan__buf_printf(&b, "  %d. if PyTorch's own OutOfMemoryError appears earlier in the log, explain that "
+                            "message instead\n", n++);
+  } else if (o->partial) {
+    gpuplan__buf_printf(&b, "The allocator asked the driver for a %s segment and the driver refused. The message "
+                            "stops there: it does not say what the card had free, nor how much PyTorch held in "
+                            "tensors and in its cache, so fragmentation cannot be told from real demand.\n\n"
+                            "Verdict: UNKNOWN from this message alone.\nTry, in order:\n", A);
+    gpuplan__buf_printf(&b, "  %d. paste the whole message: PyTorch 2.1 and later add \"GPU 0 has a total "
+                            "capacity of ... Of the allocated memory ...\", and gpuplan explain-oom reads it\n", n++);
+    gpuplan__buf_printf(&b, "  %d. print torch.cuda.memory_summary() where it fails: \"Non-releasable memory\" is "
+                            "the fragmentation\n", n++);
+    gpuplan__buf_printf(&b, "  %d. record a snapshot (torch.cuda.memory._record_memory_history(), then "
+                            "_dump_snapshot()) and replay it: gpuplan replay FILE.pickle --gpu SKU, then with "
+                            "--alloc-conf expandable_segments:True\n", n++);
+    gpuplan__buf_printf(&b, "  %d. estimate the job: gpuplan plan MODEL --gpu SKU says whether it fits at all\n",
+                        n++);
+  } else {
+    gpuplan__buf_printf(&b, "The allocator asked the driver for a %s segment; the card (%s) had %s free. "
+                            "PyTorch held %s in live tensors and %s cached but unusable for this request",
+                        A, T, F, P, U);
+    if (o->process)
+      gpuplan__buf_printf(&b, "; outside its allocator this process used %s (CUDA context, NCCL, cuBLAS, other "
+                              "libraries)", N);
+    else if (outside)
+      gpuplan__buf_printf(&b, "; %s of the card was outside PyTorch's allocator (the CUDA context, libraries, "
+                              "other processes)", N);
+    if (o->nprocs) gpuplan__buf_printf(&b, "; %d other process(es) held %s", o->nprocs, X);
+    gpuplan__buf_puts(&b, ".\n\n");
+  }
   switch (v) {
+  case GPUPLAN_OOM_UNKNOWN:
+    break;
   case GPUPLAN_OOM_FRAGMENTATION:
     gpuplan__buf_printf(&b, "Verdict: FRAGMENTATION. The %s reserved but unallocated is more than the %s "
                             "requested, but it is split into pieces inside partly used segments, which the "
                             "allocator's retry (empty the cache, try again) cannot return to the driver.\n"
                             "Try, in order:\n", U, A);
-    gpuplan__buf_printf(&b, "  %d. PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments grow in place; "
-                            "the free tail is reused instead of stranded)\n", n++);
-    gpuplan__buf_printf(&b, "  %d. PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:<a size just above your common "
+    gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF before "
+                            "torch 2.9; segments grow in place; the free tail is reused instead of stranded)\n", n++);
+    gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=max_split_size_mb:<a size just above your common "
                             "large tensors> so big cached blocks are not carved up by small requests\n", n++);
     gpuplan__buf_printf(&b, "  %d. allocate the large, long-lived tensors first (or preallocate buffers) so "
                             "they do not land in the gaps of short-lived ones\n", n++);
@@ -166,7 +309,7 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
     gpuplan__buf_printf(&b, "Verdict: MOSTLY DEMAND, MADE WORSE BY FRAGMENTATION. Free (%s) plus cached (%s) "
                             "would cover the %s, but neither alone does.\n"
                             "Try, in order:\n", F, U, A);
-    gpuplan__buf_printf(&b, "  %d. PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n", n++);
+    gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=expandable_segments:True\n", n++);
     gpuplan__buf_printf(&b, "  %d. reduce the peak: smaller micro-batch, activation checkpointing "
                             "(gpuplan plan shows which component to cut)\n", n++);
     break;
@@ -189,7 +332,18 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
     }
     break;
   default:
-    {
+    if (o->unallocated >= o->tried) {
+      /* Fragmented too, but defragmenting buys under 2% of the card. */
+      gpuplan__buf_printf(&b, "Verdict: REAL DEMAND, AT THE CARD'S LIMIT. %.1f%% of the card is in live tensors. "
+                              "The %s cached but unusable would serve this %s request if it were not in pieces, "
+                              "so the fragmentation is real, but removing it all would leave only %s (%.1f%% of "
+                              "the card): the job needs about as much as the card has. expandable_segments may "
+                              "carry it past this allocation, and is enough only if the job is at its last "
+                              "allocations (replay a snapshot to know).\n"
+                              "Try, in order (gpuplan plan MODEL --gpu SKU quantifies each):\n",
+                          o->total ? 100.0 * (double)o->allocated / (double)o->total : 0.0, U, A, H,
+                          o->total ? 100.0 * (double)headroom / (double)o->total : 0.0);
+    } else {
       uint64_t short_by = o->tried > o->free + o->unallocated ? o->tried - o->free - o->unallocated : 0;
       char S[32];
       gpuplan_format_size(short_by, S, sizeof S);
@@ -198,11 +352,9 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
                               "expandable_segments will not fix this.\n"
                               "Try, in order (gpuplan plan MODEL --gpu SKU quantifies each):\n", S);
     }
-    gpuplan__buf_printf(&b, "  %d. smaller micro-batch (with gradient accumulation for the same global batch)\n", n++);
-    gpuplan__buf_printf(&b, "  %d. activation checkpointing (selective, then full)\n", n++);
-    gpuplan__buf_printf(&b, "  %d. shard the model states: ZeRO-2/ZeRO-3 or FSDP over more GPUs\n", n++);
-    gpuplan__buf_printf(&b, "  %d. bf16 mixed precision (or 8-bit optimizer states)\n", n++);
-    gpuplan__buf_printf(&b, "  %d. more GPUs, or a bigger GPU\n", n++);
+    demand_fixes(&b, &n);
+    if (o->unallocated >= o->tried)
+      gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=expandable_segments:True, to use the last %s\n", n++, U);
     break;
   }
   if (b.failed) {

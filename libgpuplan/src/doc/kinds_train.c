@@ -15,14 +15,24 @@
 /* What every planning document starts with: the job as resolved. */
 #define HEAD(kind)                                                                              \
   {"schema", S, "", "gpuplan." kind "/1"},                                                       \
-  {"model", S, "", "the catalog model id, or the size as given (\"7B\")"},                       \
-  {"model_source", S, "", "catalog, or size (a size plans shape_of's shape scaled to it)"},      \
-  {"shape_of", S, "", "for a size: the catalog model whose shape is scaled"},                    \
+  {"model", S, "", "the model: its catalog id, the config's _name_or_path, or the name given"},   \
+  {"model_source", S, "", "where the shape came from: catalog, size (the catalog model of that size), config "  \
+                          "(a Hugging Face config.json), shape (hyperparameters given as options), module "   \
+                          "(traced by gpuplan.from_torch)"},                                                   \
+  {"shape_of", S, "", "size / shape: the catalog model whose shape is used"},                    \
+  {"model_note", S, "", "how the model was resolved, in words (null: a catalog name)"},         \
   {"params", R, "parameters", "parameters of the model"},                                        \
-  {"layers", I, "layers", "transformer layers"},                                                 \
+  {"layers", I, "layers", "transformer layers (0: a traced module)"},                            \
+  {"arch", S, "", "decoder, encoder, encoder-decoder or module"},                                \
+  {"impl", S, "", "how the code keeps activations: fused, eager or compiled"},                   \
+  {"impl_why", S, "", "why that implementation: the model source's default, or given"},         \
   {"gpu", S, "", "the GPU SKU id (null on a CPU-only node)"},                                    \
   {"gpu_name", S, "", "the GPU's name"},                                                         \
-  {"gpu_memory_bytes", I, "B", "device memory of one GPU (a vGPU slice's when partitioned)"},     \
+  {"gpu_memory_bytes", I, "B", "device memory of one GPU as marketed (a vGPU slice's when partitioned)"}, \
+  {"gpu_usable_bytes", I, "B", "the memory the driver exposes (NVML's total) that fits are judged against"}, \
+  {"gpu_usable_source", S, "", "where gpu_usable_bytes comes from"},                             \
+  {"compute_capability", S, "", "the SKU's compute capability (bf16 >= 8.0, fp8 >= 8.9)"},       \
+  {"attention", S, "", "the attention kernel planned (FlashAttention-2, memory-efficient SDPA, explicit)"}, \
   {"node", S, "", "the catalog node/VM id, or null for a bare GPU"},                             \
   {"nodes", I, "nodes", "nodes in the cluster"},                                                 \
   {"gpus", I, "GPUs", "GPUs in the job (tp*pp*dp*cp)"},                                          \
@@ -41,6 +51,13 @@
   {"options.dropout", B, "", "dropout masks kept"},                                              \
   {"options.offload_optimizer", B, "", "optimizer states in host memory"},                       \
   {"options.offload_params", B, "", "parameter shards in host memory"},                          \
+  {"options.phase", S, "", "the step sized: steady, first or forward"},                          \
+  {"options.optimizer_impl", S, "", "the optimizer step's implementation: foreach, fused, for-loop"}, \
+  {"options.grads_persist", B, "", "gradients kept between steps (false: set to None by zero_grad)"}, \
+  {"options.finetune", S, "", "full, lora or qlora"},                                            \
+  {"options.lora_rank", I, "", "LoRA rank (null: full fine-tuning)"},                             \
+  {"options.base_dtype", S, "", "LoRA: the frozen base's storage"},                              \
+  {"options.paged_optimizer", B, "", "LoRA: optimizer states paged to host memory"},             \
   {"options.weight_dtype", S, "", "serving: weights' type"},                                     \
   {"options.kv_dtype", S, "", "serving: KV-cache type"},                                         \
   {"options.context_len", I, "tokens", "serving: tokens per sequence"},                          \
@@ -70,10 +87,23 @@
   {p ".components[].name", S, "", "component"},                                                  \
   {p ".components[].bytes", I, "B", "bytes"},                                                    \
   {p ".components[].formula", S, "", "the formula and its source"},                              \
-  {p ".total_bytes", I, "B", "sum of the components"},                                           \
-  {p ".capacity_bytes", I, "B", "device memory"},                                                \
-  {p ".fits", B, "", "total_bytes <= capacity_bytes"},                                           \
+  {p ".total_bytes", I, "B", "the peak of the sized step: the components that coexist then (training), " \
+                            "their sum (serving)"},                                                              \
+  {p ".capacity_bytes", I, "B", "the memory the driver exposes (NVML's total; see capacity_source)"}, \
+  {p ".fits", B, "", "total_bytes fits with at least 2% of capacity to spare"},                  \
   {p ".headroom_bytes", I, "B", "capacity - total (negative: short by)"},                        \
+  {p ".verdict", S, "", "fits, at the limit (under 2% to spare: fragmentation can OOM it), or does not fit"}, \
+  {p ".at_limit", B, "", "fits in capacity with under 2% of it to spare"},                       \
+  {p ".capacity_source", S, "", "where capacity comes from (NVML's figure, the marketed size, a vGPU slice)"}, \
+  {p ".marketed_bytes", I, "B", "the SKU's marketed memory"},                                     \
+  {p ".peak_phase", S, "", "where the step peaks: forward/backward, optimizer step, inference"}, \
+  {p ".sum_bytes", I, "B", "every component added, as if all coexisted"},                        \
+  {p ".allocated_bytes", I, "B", "of total, what PyTorch's allocator holds (less the CUDA context and NCCL)"}, \
+  {p ".fwdbwd_bytes", I, "B", "peak during forward and backward of the sized step"},             \
+  {p ".step_bytes", I, "B", "peak during optimizer.step() of the sized step"},                   \
+  {p ".steady_bytes", I, "B", "peak of a steady-state step (step 2 on)"},                         \
+  {p ".first_step_bytes", I, "B", "peak of the first step (optimizer states created in step())"}, \
+  {p ".trainable_params", R, "parameters", "parameters with gradients and optimizer states (LoRA: the adapters)"}, \
   {p ".host_bytes", I, "B", "offloaded to host memory"},                                         \
   {p ".kv_bytes_per_token", I, "B", "serving: KV cache per token on this rank"},                 \
   {p ".kv_waste_bytes", I, "B", "serving: KV reserved but unused"},                              \
@@ -85,7 +115,11 @@ static const gpuplan_result_field plan_fields[] = {
   STAGE("stages[]"),
   {"stages", A, "", "every pipeline stage (per_rank)"},
   {"max_gpus", I, "GPUs", "GPUs the fix ladder may use"},
-  {"ladder", A, "", "the fix ladder when it does not fit: cumulative rungs, cheapest first"},
+  {"ladder", A, "", "the fix ladder when it does not fit (or is at the limit): cumulative rungs, cheapest "
+                    "in step time first"},
+  {"ladder[].kind", S, "", "sp, selective, micro-batch, adam8bit, zero2, zero3, offload, recompute, lora, qlora, "
+                           "gpus, gpu"},
+  {"ladder[].time_cost", R, "1", "the rung's step-time cost over the previous, minus 1 (an estimate; 0.33: a third slower)"},
   {"ladder[].step", I, "", "rung number"},
   {"ladder[].change", S, "", "what the rung changes"},
   {"ladder[].gpu", S, "", "the GPU after the rung"},
@@ -221,6 +255,7 @@ static const gpuplan_result_field search_fields[] = {
   {"best[].first_stage_layers", I, "layers", "layers on the first pipeline stage (0: even split)"},
   {"best[].last_stage_layers", I, "layers", "layers on the last pipeline stage (0: even split)"},
   {"best[].tp_overlap", B, "", "tensor-parallel collectives overlapped with GEMMs"},
+  {"best[].dp_overlap", B, "", "gradient reduction and parameter gathers overlapped with compute"},
   {"best[].offload_optimizer", B, "", "optimizer states in host memory"},
   {"best[].tied_with_first", B, "", "within the tie tolerance of #1 (the model cannot tell them apart)"},
   {"best[].exposed_comm_s", R, "s", "exposed communication per step"},

@@ -401,7 +401,7 @@ int gpuplan__cmd_doctor(gpuplan_job *job, gpuplan_doc **out) {
       }
       if (f) {
         snprintf(text, sizeof text, "%s: the framework build in use has no kernels for compute capability %d.%d "
-                 "(not the wheels checked above: a custom or mismatched build)", msg, gs[0].info.cc_major,
+                 "(a custom build, or wheels for another CUDA than torch_cuda says)", msg, gs[0].info.cc_major,
                  gs[0].info.cc_minor);
         prefix_gpus(f, text);
         snprintf(f->fix, sizeof f->fix, "collect the three versions (nvidia-smi, nvcc --version, python -c \"import "

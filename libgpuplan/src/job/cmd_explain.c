@@ -27,7 +27,7 @@ int gpuplan__cmd_explain(gpuplan_job *j, gpuplan_doc **out) {
                               "explain-oom needs the OutOfMemoryError text (or a log holding it)");
   GPUPLAN_TRY(gpuplan_oom_parse(j->ctx, msg, &o));
   GPUPLAN_TRY(gpuplan_oom_explain(j->ctx, &o, &v, &text));
-  full = o.format != 0;
+  full = !o.partial;
   if (!(b = gpuplan__doc_begin(j->ctx, "explain-oom"))) {
     gpuplan_free(j->ctx, text);
     return gpuplan_errcode(j->ctx);
@@ -35,7 +35,12 @@ int gpuplan__cmd_explain(gpuplan_job *j, gpuplan_doc **out) {
   gpuplan__doc_str(b, "verdict", verdicts[(unsigned)v < 6 ? v : 5]);
   gpuplan__doc_int(b, "format", o.format);
   gpuplan__doc_int(b, "device", o.device);
-  put_size(b, "tried_bytes", o.tried != 0 || full, o.tried);
+  gpuplan__doc_bool(b, "partial", o.partial);
+  gpuplan__doc_bool(b, "cuda_error", o.cuda_error);
+  gpuplan__doc_int(b, "messages", o.messages);
+  if (o.rank >= 0) gpuplan__doc_int(b, "rank", o.rank);
+  else gpuplan__doc_null(b, "rank");
+  put_size(b, "tried_bytes", !o.cuda_error, o.tried);
   put_size(b, "total_bytes", full, o.total);
   put_size(b, "free_bytes", full, o.free);
   put_size(b, "allocated_bytes", full, o.allocated);

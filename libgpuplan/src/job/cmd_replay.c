@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "catalog/catalog_int.h"
 #include "job/tools_int.h"
 #include "replay/replay_int.h"
 
@@ -42,7 +43,7 @@ static int resolve(gpuplan_job *j, replay_job *rj) {
     int rc = gpuplan_catalog_gpu(j->cat, gpuplan__job_str(j, JOPT(J_GPU), ""), &g);
     if (rc) {
       char msg[GPUPLAN_ERRMSG_MAX];
-      snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(j->ctx));
+      snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(j->cat->ctx)); /* the catalog's context */
       return gpuplan__opt_error(j->ctx, rc, JOPT(J_GPU), "%s", msg);
     }
     rj->gpu = g->id;

@@ -63,7 +63,7 @@ static int find_any(gpuplan_job *j, const char *name, int only, gpuplan_kind *ki
       found_kind = (gpuplan_kind)k;
       nfound++;
     } else {
-      snprintf(msgs[k], sizeof msgs[k], "%s", gpuplan_errmsg(j->ctx));
+      snprintf(msgs[k], sizeof msgs[k], "%s", gpuplan_errmsg(j->cat->ctx)); /* the catalog's context */
     }
   }
   for (k = 0; k < GPUPLAN_KIND_COUNT && nfound > 0; k++)

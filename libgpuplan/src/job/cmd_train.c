@@ -14,6 +14,7 @@
 #include "gpuplan/backend.h"
 #include "gpuplan/mock.h"
 #include "job/job_int.h"
+#include "plan/plan_int.h"
 
 /* A job resolved for the planning commands. */
 typedef struct train_job {
@@ -24,7 +25,43 @@ typedef struct train_job {
   const gpuplan_node *cpu_node;
   const gpuplan_model *cpu_model;
   int64_t max_gpus;
+  gpuplan__model_res mr;         /* how the model was described (job/model_resolve.c) */
+  int precision_swapped;         /* a defaulted bf16 became fp16-mixed: the SKU has no bf16 */
 } train_job;
+
+static int64_t mopt(const gpuplan_job *j, int id, int64_t dflt) { return gpuplan__job_int(j, MOPT(id), dflt); }
+static int misset(const gpuplan_job *j, int id) { return gpuplan__job_isset(j, MOPT(id)); }
+
+/* lora_modules: q,k,v,o,gate,up,down (or HF's q_proj, ...), all / all-linear. */
+static int lora_modules(gpuplan_job *j, unsigned *out) {
+  static const struct { const char *name; unsigned bit; } mods[] = {
+    {"q", GPUPLAN_LORA_Q}, {"k", GPUPLAN_LORA_K}, {"v", GPUPLAN_LORA_V}, {"o", GPUPLAN_LORA_O},
+    {"gate", GPUPLAN_LORA_GATE}, {"up", GPUPLAN_LORA_UP}, {"down", GPUPLAN_LORA_DOWN},
+    {"all", GPUPLAN_LORA_ALL}, {"all-linear", GPUPLAN_LORA_ALL}};
+  const char *p = gpuplan__job_str(j, MOPT(M_LORA_MODULES), NULL);
+  *out = 0;
+  while (p && *p) {
+    char w[32];
+    size_t n = strcspn(p, ", "), i, k;
+    if (n && n < sizeof w) {
+      memcpy(w, p, n);
+      w[n] = 0;
+      if (n > 5 && !strcmp(w + n - 5, "_proj")) w[n - 5] = 0;
+      for (k = 0; w[k]; k++) if (w[k] == '_') w[k] = '-';
+      for (i = 0; i < sizeof mods / sizeof mods[0]; i++)
+        if (!strcmp(w, mods[i].name)) break;
+      if (i == sizeof mods / sizeof mods[0])
+        return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, MOPT(M_LORA_MODULES),
+                                  "'%s' is not one of q, k, v, o, gate, up, down, all", w);
+      *out |= mods[i].bit;
+    } else if (n) {
+      return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, MOPT(M_LORA_MODULES), "'%.*s' is not a module name", (int)n, p);
+    }
+    p += n;
+    p += strspn(p, ", ");
+  }
+  return GPUPLAN_OK;
+}
 
 static int64_t iopt(const gpuplan_job *j, int id, int64_t dflt) { return gpuplan__job_int(j, JOPT(id), dflt); }
 static int isset(const gpuplan_job *j, int id) { return gpuplan__job_isset(j, JOPT(id)); }
@@ -83,17 +120,90 @@ static int memory_options(gpuplan_job *j, gpuplan_memory_options *o) {
   o->context_bytes = iopt(j, J_CUDA_CONTEXT, -1);
   o->nccl_bytes = iopt(j, J_NCCL, -1);
   o->workspace_bytes = iopt(j, J_WORKSPACE, -1);
+  /* how the code keeps activations and which step is sized (opts_model.c) */
+  o->precision_auto = !isset(j, J_PRECISION);
+  o->impl = (gpuplan_impl)mopt(j, M_IMPL, GPUPLAN_IMPL_FUSED); /* the model source's default: resolve() */
+  o->phase = (gpuplan_phase)mopt(j, M_PHASE, GPUPLAN_PHASE_STEADY);
+  o->grads_persist = misset(j, M_ZERO_GRAD) ? (int)mopt(j, M_ZERO_GRAD, 0) : -1;
+  if (isset(j, J_KEEP_GRADS) && iopt(j, J_KEEP_GRADS, 0)) {
+    if (misset(j, M_ZERO_GRAD) && !o->grads_persist)
+      return gpuplan__error(j->ctx, GPUPLAN_EINVAL, "keep_grads, zero_grad: keep_grads keeps them, zero_grad none frees them");
+    o->grads_persist = 1;
+  }
+  o->optimizer_impl = misset(j, M_OPTIMIZER_IMPL) ? (gpuplan_opt_impl)mopt(j, M_OPTIMIZER_IMPL, 0) : GPUPLAN_OPTIMPL_DEFAULT;
+  o->prev_logits = misset(j, M_PREV_LOGITS) ? (int)mopt(j, M_PREV_LOGITS, 0) : -1;
+  o->softmax_saves_input = (int)mopt(j, M_SOFTMAX_INPUT, 0);
+  o->gpu_total_bytes = (uint64_t)mopt(j, M_GPU_TOTAL, 0);
+  /* parameter-efficient fine-tuning */
+  o->finetune = (gpuplan_finetune)mopt(j, M_FINETUNE, GPUPLAN_FT_FULL);
+  o->lora_rank = mopt(j, M_LORA_RANK, o->finetune == GPUPLAN_FT_QLORA ? 64 : 16);
+  GPUPLAN_TRY(lora_modules(j, &o->lora_modules));
+  {
+    static const gpuplan_dtype base[] = {GPUPLAN_DTYPE_BF16, GPUPLAN_DTYPE_FP16, GPUPLAN_DTYPE_INT8, GPUPLAN_DTYPE_NF4};
+    int64_t b = mopt(j, M_BASE_DTYPE, o->finetune == GPUPLAN_FT_QLORA ? 3 : 0);
+    o->base_dtype = base[b >= 0 && b < 4 ? b : 0];
+    if (o->finetune == GPUPLAN_FT_QLORA && o->base_dtype != GPUPLAN_DTYPE_NF4)
+      return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, MOPT(M_BASE_DTYPE), "QLoRA's base is nf4 (give finetune lora for %s)",
+                                gpuplan_dtype_name(o->base_dtype));
+  }
+  o->double_quant = (int)mopt(j, M_DOUBLE_QUANT, 1);
+  o->paged_optimizer = (int)mopt(j, M_PAGED_OPTIMIZER, o->finetune == GPUPLAN_FT_QLORA);
+  if (o->finetune == GPUPLAN_FT_FULL) {
+    static const int lora_only[] = {M_LORA_RANK, M_LORA_MODULES, M_BASE_DTYPE, M_DOUBLE_QUANT};
+    size_t k;
+    for (k = 0; k < sizeof lora_only / sizeof lora_only[0]; k++)
+      if (misset(j, lora_only[k]))
+        return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, MOPT(lora_only[k]), "needs finetune lora or qlora");
+  }
   return GPUPLAN_OK;
+}
+
+/* After the model and the GPU are known: the model source's implementation
+ * and accounting, and what the SKU can run. */
+static void apply_model_defaults(gpuplan_job *j, train_job *t) {
+  gpuplan_memory_options *o = &t->js.options;
+  const gpuplan_gpu *g = t->js.gpu;
+  if (!misset(j, M_IMPL)) o->impl = t->mr.impl;
+  /* Eager PyTorch mixed precision is torch.autocast over fp32 weights: the
+   * HF Trainer's accounting, unless the job shards or names another. */
+  if (!isset(j, J_CONVENTION) && !isset(j, J_ZERO) && !isset(j, J_FSDP) && !isset(j, J_DP_MODE) &&
+      o->impl != GPUPLAN_IMPL_FUSED)
+    o->convention = GPUPLAN_CONV_HF;
+  if (g && o->precision_auto && gpuplan_gpu_cc(g) > 0 && gpuplan_gpu_cc(g) < 80 &&
+      (o->precision == GPUPLAN_PREC_BF16_MIXED || o->precision == GPUPLAN_PREC_BF16)) {
+    o->precision = GPUPLAN_PREC_FP16_MIXED;
+    t->precision_swapped = 1;
+  }
+}
+
+/* A vGPU slice computes as its share of the card (time-sliced): scale the
+ * node's copy of the SKU. */
+static void scale_slice(train_job *t) {
+  const gpuplan_node *n = t->js.node;
+  gpuplan_gpu *g = &t->js.node_gpu;
+  double f;
+  if (!n || t->js.gpu != &t->js.node_gpu || !(n->gpu_fraction > 0) || n->gpu_fraction >= 1) return;
+  f = n->gpu_fraction;
+  g->fp64_flops *= f;
+  g->fp64_tensor_flops *= f;
+  g->fp32_flops *= f;
+  g->tf32_flops *= f;
+  g->bf16_flops *= f;
+  g->fp16_flops *= f;
+  g->fp8_flops *= f;
+  g->int8_ops *= f;
+  g->fp4_flops *= f;
+  g->matmul_bf16_flops *= f;
+  g->matmul_fp8_flops *= f;
+  g->mem_bw_bytes_s *= f;
 }
 
 /* Resolve model, hardware and layout.  cpu_ok: a CPU-only node is allowed (perf). */
 static int resolve(gpuplan_job *j, train_job *t, int cpu_ok) {
   const char *model = sopt(j, J_MODEL), *gpu = sopt(j, J_GPU), *node = sopt(j, J_NODE);
   int64_t gpus = iopt(j, J_GPUS, 0), nodes = iopt(j, J_NODES, 1), per_node = iopt(j, J_PER_NODE, 8);
-  double size;
   int rc;
   memset(t, 0, sizeof *t);
-  if (!model) return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_MODEL), "a MODEL is required");
   if (!gpu && !node)
     return gpuplan__error(j->ctx, GPUPLAN_EINVAL, "gpu, node: needs a GPU SKU (gpu) or a node/VM (node)");
   if (gpu && node) return gpuplan__error(j->ctx, GPUPLAN_EINVAL, "gpu, node: give a GPU or a node, not both");
@@ -103,8 +213,9 @@ static int resolve(gpuplan_job *j, train_job *t, int cpu_ok) {
     return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_PER_NODE),
                               "a node has its own GPU count; per_node is for a bare gpu");
   GPUPLAN_TRY(memory_options(j, &t->js.options));
-  t->model_arg = model;
-  t->sized = gpuplan_parse_size(model, &size);
+  GPUPLAN_TRY(gpuplan__model_resolve(j, &t->mr, &t->js.options));
+  t->model_arg = model ? model : t->mr.label;
+  t->sized = !strcmp(t->mr.source, "size");
   if (node) {
     const gpuplan_node *n;
     GPUPLAN_TRY(gpuplan_catalog_node(j->cat, node, &n));
@@ -115,12 +226,7 @@ static int resolve(gpuplan_job *j, train_job *t, int cpu_ok) {
       /* A CPU-only VM: one data-parallel rank per node, fp32. */
       t->cpu_only = 1;
       t->cpu_node = n;
-      if (t->sized) {
-        GPUPLAN_TRY(gpuplan_catalog_model(j->cat, "llama-2-7b", &t->cpu_model));
-        t->js.options.params_override = size;
-      } else {
-        GPUPLAN_TRY(gpuplan_catalog_model(j->cat, model, &t->cpu_model));
-      }
+      t->cpu_model = t->mr.m;
       if (t->js.options.tp * t->js.options.pp * t->js.options.cp > 1)
         return gpuplan__error(j->ctx, GPUPLAN_EINVAL, "tp, pp, cp: a CPU-only cluster runs data parallel only");
       t->js.options.dp = nodes;
@@ -128,7 +234,9 @@ static int resolve(gpuplan_job *j, train_job *t, int cpu_ok) {
       t->js.model = t->cpu_model;
       t->js.nodes = nodes;
       t->js.gpus = nodes;
-      snprintf(t->js.model_name, sizeof t->js.model_name, "%s", t->sized ? model : t->cpu_model->id);
+      snprintf(t->js.model_name, sizeof t->js.model_name, "%s", t->mr.label);
+      apply_model_defaults(j, t);
+      t->js.options.precision = GPUPLAN_PREC_FP32;
       return GPUPLAN_OK;
     }
     if (gpus && gpus > n->gpu_count * nodes)
@@ -136,8 +244,17 @@ static int resolve(gpuplan_job *j, train_job *t, int cpu_ok) {
                                 "%lld GPUs do not fit on %lld x %s (%lld GPUs each); raise nodes",
                                 (long long)gpus, (long long)nodes, n->name, (long long)n->gpu_count);
   }
-  rc = gpuplan_job_resolve(j->ctx, j->cat, model, gpu, node, gpus, nodes, per_node, isset(j, J_DP), &t->js);
+  /* The hardware and layout: gpuplan_job_resolve looks a catalog model up
+   * by name, so a described model goes in as its base (or any row) and is
+   * swapped in afterwards. */
+  rc = gpuplan_job_resolve(j->ctx, j->cat, t->mr.base ? t->mr.base->id
+                                                     : ((const gpuplan_model *)gpuplan_catalog_at(j->cat, GPUPLAN_KIND_MODEL, 0))->id,
+                           gpu, node, gpus, nodes, per_node, isset(j, J_DP), &t->js);
   if (rc) return rc;
+  t->js.model = t->mr.m;
+  snprintf(t->js.model_name, sizeof t->js.model_name, "%s", t->mr.label);
+  scale_slice(t);
+  apply_model_defaults(j, t);
   t->max_gpus = iopt(j, J_MAX_GPUS, t->js.gpus > 8 ? t->js.gpus : 8);
   return GPUPLAN_OK;
 }
@@ -199,6 +316,19 @@ static void put_options(gpuplan__docb *b, const gpuplan_memory_options *o, const
     gpuplan__doc_bool(b, "dropout", o->dropout);
     gpuplan__doc_bool(b, "offload_optimizer", o->offload_optimizer);
     gpuplan__doc_bool(b, "offload_params", o->offload_params);
+    gpuplan__doc_str(b, "phase", o->phase == GPUPLAN_PHASE_FIRST ? "first" : o->phase == GPUPLAN_PHASE_FORWARD ? "forward" : "steady");
+    gpuplan__doc_str(b, "optimizer_impl", gpuplan_opt_impl_name(gpuplan__opt_impl(o)));
+    gpuplan__doc_bool(b, "grads_persist", gpuplan__grads_persist(o));
+    gpuplan__doc_str(b, "finetune", gpuplan_finetune_name(o->finetune));
+    if (o->finetune != GPUPLAN_FT_FULL) {
+      gpuplan__doc_int(b, "lora_rank", o->lora_rank);
+      gpuplan__doc_str(b, "base_dtype", gpuplan_dtype_name(o->finetune == GPUPLAN_FT_QLORA ? GPUPLAN_DTYPE_NF4 : o->base_dtype));
+      gpuplan__doc_bool(b, "paged_optimizer", o->paged_optimizer);
+    } else {
+      gpuplan__doc_null(b, "lora_rank");
+      gpuplan__doc_null(b, "base_dtype");
+      gpuplan__doc_null(b, "paged_optimizer");
+    }
   } else {
     gpuplan__doc_str(b, "weight_dtype", gpuplan_dtype_name(o->weight_dtype));
     gpuplan__doc_str(b, "kv_dtype", gpuplan_dtype_name(o->kv_dtype));
@@ -247,48 +377,91 @@ static void resolved_text(int id, const gpuplan_memory_options *o, const gpuplan
 }
 
 /* The defaults that applied, so that no assumption is silent. */
-static void put_defaults(gpuplan__docb *b, gpuplan_job *j, const gpuplan_memory_options *o, const gpuplan_model *m) {
+static void put_default(gpuplan__docb *b, const char *option, const char *value) {
+  gpuplan__doc_obj(b, NULL);
+  gpuplan__doc_str(b, "option", option);
+  gpuplan__doc_str(b, "value", value);
+  gpuplan__doc_end(b);
+}
+
+static void put_defaults(gpuplan__docb *b, gpuplan_job *j, const train_job *t) {
   static const int train_ids[] = {J_PRECISION, J_OPTIMIZER, J_CONVENTION, J_MICRO_BATCH, J_SEQ, J_GRAD_ACCUM,
                                   J_RECOMPUTE, J_FLASH, J_DROPOUT};
   static const int infer_ids[] = {J_WEIGHTS, J_KV, J_CONTEXT, J_BATCH, J_PAGED};
+  const gpuplan_memory_options *o = &t->js.options;
+  const gpuplan_model *m = t->js.model;
   const int *ids = o->workload == GPUPLAN_TRAIN ? train_ids : infer_ids;
   size_t n = o->workload == GPUPLAN_TRAIN ? sizeof train_ids / sizeof *ids : sizeof infer_ids / sizeof *ids, i;
-  char text[96];
+  char text[160];
+  int k;
   gpuplan__doc_arr(b, "defaults");
   for (i = 0; i < n; i++) {
     const gpuplan_option_info *opt = JOPT(ids[i]);
+    int dup = 0;
     if (gpuplan__job_isset(j, opt)) continue;
+    for (k = 0; k < t->mr.ndflt; k++)
+      if (!strcmp(t->mr.dflt_option[k], opt->name)) dup = 1;
+    if (dup) continue;
     resolved_text(ids[i], o, m, text, sizeof text);
-    gpuplan__doc_obj(b, NULL);
-    gpuplan__doc_str(b, "option", opt->name);
-    gpuplan__doc_str(b, "value", text);
-    gpuplan__doc_end(b);
+    if (ids[i] == J_PRECISION && t->precision_swapped)
+      snprintf(text, sizeof text, "%s (the %s has no bf16: compute capability below 8.0)",
+               gpuplan_precision_name(o->precision), t->js.gpu->name);
+    if (ids[i] == J_CONVENTION && o->convention == GPUPLAN_CONV_HF && !gpuplan__job_isset(j, MOPT(M_MODULE_PARAMS)))
+      snprintf(text, sizeof text, "hf (eager PyTorch: mixed precision is torch.autocast over fp32 weights)");
+    put_default(b, opt->name, text);
   }
+  if (o->workload == GPUPLAN_TRAIN && !gpuplan__job_isset(j, MOPT(M_IMPL)))
+    put_default(b, MOPT(M_IMPL)->name, t->mr.impl_why);
+  for (k = 0; k < t->mr.ndflt; k++) put_default(b, t->mr.dflt_option[k], t->mr.dflt_value[k]);
   gpuplan__doc_end(b);
 }
 
 static void put_head(gpuplan__docb *b, gpuplan_job *j, const train_job *t, double params) {
   const gpuplan_node *node = t->cpu_only ? t->cpu_node : t->js.node;
+  const gpuplan_memory_options *o = &t->js.options;
   gpuplan__doc_str(b, "model", model_label(t));
-  gpuplan__doc_str(b, "model_source", t->sized ? "size" : "catalog");
-  if (t->sized) gpuplan__doc_str(b, "shape_of", t->js.model->id);
+  gpuplan__doc_str(b, "model_source", t->mr.source);
+  if (t->mr.base && (!strcmp(t->mr.source, "size") || !strcmp(t->mr.source, "shape")))
+    gpuplan__doc_str(b, "shape_of", t->mr.base->id);
+  gpuplan__doc_str(b, "model_note", t->mr.note[0] ? t->mr.note : NULL);
   gpuplan__doc_real(b, "params", params);
-  gpuplan__doc_int(b, "layers", t->js.model->layers);
+  gpuplan__doc_int(b, "layers", o->module.params > 0 ? 0 : t->js.model->layers);
+  gpuplan__doc_str(b, "arch", o->module.params > 0 ? "module" : t->js.model->arch);
+  gpuplan__doc_str(b, "impl", gpuplan_impl_name(o->impl));
+  gpuplan__doc_str(b, "impl_why", gpuplan__job_isset(j, MOPT(M_IMPL)) ? "given" : t->mr.impl_why);
   if (t->cpu_only) {
     gpuplan__doc_null(b, "gpu");
     gpuplan__doc_null(b, "gpu_name");
     gpuplan__doc_null(b, "gpu_memory_bytes");
+    gpuplan__doc_null(b, "gpu_usable_bytes");
+    gpuplan__doc_null(b, "gpu_usable_source");
+    gpuplan__doc_null(b, "compute_capability");
+    gpuplan__doc_null(b, "attention");
   } else {
+    const char *src;
+    uint64_t usable = gpuplan_gpu_usable_bytes(t->js.gpu, &src);
+    int cc = gpuplan_gpu_cc(t->js.gpu);
+    if (o->gpu_total_bytes) {
+      usable = o->gpu_total_bytes;
+      src = "given (gpu_total)";
+    }
     gpuplan__doc_str(b, "gpu", t->js.gpu->id);
     gpuplan__doc_str(b, "gpu_name", t->js.gpu->name);
     gpuplan__doc_uint(b, "gpu_memory_bytes", t->js.gpu->memory_bytes);
+    gpuplan__doc_uint(b, "gpu_usable_bytes", usable);
+    gpuplan__doc_str(b, "gpu_usable_source", src);
+    gpuplan__doc_str(b, "compute_capability", t->js.gpu->compute_capability);
+    gpuplan__doc_str(b, "attention",
+                     !o->flash_attention ? "explicit softmax(QK^T)V: the s^2 scores are kept"
+                     : cc && cc < 80 ? "memory-efficient SDPA (FlashAttention-2 needs compute capability 8.0): no s^2 kept"
+                                     : "FlashAttention-2 (SDPA): no s^2 kept");
   }
   gpuplan__doc_str(b, "node", node ? node->id : NULL);
   gpuplan__doc_int(b, "nodes", node ? t->js.nodes : (t->js.gpus + t->js.per_node - 1) / t->js.per_node);
   gpuplan__doc_int(b, "gpus", t->js.gpus);
   gpuplan__doc_str(b, "workload", t->js.options.workload == GPUPLAN_TRAIN ? "train" : "infer");
   put_options(b, &t->js.options, t->js.model);
-  put_defaults(b, j, &t->js.options, t->js.model);
+  put_defaults(b, j, t);
 }
 
 static void put_stage(gpuplan__docb *b, const char *key, const gpuplan_memory *r) {
@@ -312,12 +485,24 @@ static void put_stage(gpuplan__docb *b, const char *key, const gpuplan_memory *r
   gpuplan__doc_uint(b, "capacity_bytes", r->capacity);
   gpuplan__doc_bool(b, "fits", r->fits);
   gpuplan__doc_int(b, "headroom_bytes", r->headroom);
+  gpuplan__doc_str(b, "verdict", r->verdict);
+  gpuplan__doc_bool(b, "at_limit", r->at_limit);
+  gpuplan__doc_str(b, "capacity_source", r->capacity_source);
+  gpuplan__doc_uint(b, "marketed_bytes", r->capacity_marketed);
+  gpuplan__doc_str(b, "peak_phase", r->peak_phase);
+  gpuplan__doc_uint(b, "sum_bytes", r->sum_bytes);
+  gpuplan__doc_uint(b, "allocated_bytes", r->allocated_bytes);
+  gpuplan__doc_uint(b, "fwdbwd_bytes", r->fwdbwd_bytes);
+  gpuplan__doc_uint(b, "step_bytes", r->step_bytes);
+  gpuplan__doc_uint(b, "steady_bytes", r->steady_bytes);
+  gpuplan__doc_uint(b, "first_step_bytes", r->first_step_bytes);
+  gpuplan__doc_real(b, "trainable_params", r->trainable_params);
   gpuplan__doc_uint(b, "host_bytes", r->host_bytes);
   if (r->kv_bytes_per_token) {
     gpuplan__doc_uint(b, "kv_bytes_per_token", r->kv_bytes_per_token);
     gpuplan__doc_uint(b, "kv_waste_bytes", r->kv_waste_bytes);
-    gpuplan__doc_int(b, "max_sequences", r->max_sequences);
   }
+  if (r->kv_bytes_per_token || r->max_sequences) gpuplan__doc_int(b, "max_sequences", r->max_sequences);
   gpuplan__doc_end(b);
 }
 
@@ -362,6 +547,8 @@ int gpuplan__cmd_plan(gpuplan_job *j, gpuplan_doc **out) {
     gpuplan__doc_uint(b, "total_bytes", fixes[k].total);
     gpuplan__doc_uint(b, "capacity_bytes", fixes[k].capacity);
     gpuplan__doc_bool(b, "fits", fixes[k].fits);
+    gpuplan__doc_str(b, "kind", fixes[k].kind);
+    gpuplan__doc_real(b, "time_cost", fixes[k].time_cost);
     gpuplan__doc_end(b);
   }
   gpuplan__doc_end(b);
@@ -694,6 +881,7 @@ int gpuplan__cmd_search(gpuplan_job *j, gpuplan_doc **out) {
     gpuplan__doc_int(b, "first_stage_layers", c->options.first_stage_layers);
     gpuplan__doc_int(b, "last_stage_layers", c->options.last_stage_layers);
     gpuplan__doc_bool(b, "tp_overlap", c->tp_overlap);
+    gpuplan__doc_bool(b, "dp_overlap", c->dp_overlap);
     gpuplan__doc_bool(b, "offload_optimizer", c->options.offload_optimizer);
     gpuplan__doc_real(b, "step_s", c->perf.step_s);
     gpuplan__doc_real(b, "tokens_per_s", c->perf.tokens_per_s);
@@ -877,7 +1065,12 @@ int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
   GPUPLAN_TRY(gpuplan_memory_eval(j->ctx, t.js.model, t.js.gpu, &t.js.options, GPUPLAN_STAGE_WORST, &worst));
   resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes +
              worst.item[GPUPLAN_MEM_WORKSPACE].bytes;
-  GPUPLAN_TRY(gpuplan_mock_simulate(j->ctx, t.js.model, t.js.gpu, &t.js.options, &so, other, &sr));
+  {
+    /* The mock device has the memory the driver reports (NVML's total), not the marketed size. */
+    gpuplan_gpu g = *t.js.gpu;
+    g.memory_bytes = t.js.options.gpu_total_bytes ? t.js.options.gpu_total_bytes : gpuplan_gpu_usable_bytes(t.js.gpu, NULL);
+    GPUPLAN_TRY(gpuplan_mock_simulate(j->ctx, t.js.model, &g, &t.js.options, &so, other, &sr));
+  }
   if (!(b = gpuplan__doc_begin(j->ctx, "simulate"))) return gpuplan_errcode(j->ctx);
   put_head(b, j, &t, worst.params_total);
   gpuplan__doc_int(b, "steps", sr.steps_done);

@@ -204,10 +204,8 @@ static int gpu_of(gpuplan_job *j, vrow *r, const char *text, const gpuplan_gpu *
 }
 
 /* The sharding text (PM-9). */
-static void sharding_of(vrow *r, const char *sh, const gpuplan_model *m) {
+static void sharding_of(vrow *r, const char *sh) {
   gpuplan_memory_options *o = &r->o;
-  double group = num_before(sh, "(");
-  (void)m;
   if (has(sh, "HYBRID_SHARD") || (has(sh, "FSDP=") && has(sh, "+DP"))) {
     const char *eq = has(sh, "FSDP=");
     o->dp_mode = GPUPLAN_DP_FSDP_HYBRID;
@@ -240,7 +238,6 @@ static void sharding_of(vrow *r, const char *sh, const gpuplan_model *m) {
     o->convention = r->fw == GPUPLAN_FW_MEGATRON || r->fw == GPUPLAN_FW_NEMO ? GPUPLAN_CONV_MEGATRON
                   : r->fw == GPUPLAN_FW_DEEPSPEED ? GPUPLAN_CONV_DEEPSPEED : GPUPLAN_CONV_FSDP;
   }
-  (void)group;
 }
 
 /* vpp as the source gives it (PM-11): a chunk count, or "N layers/virtual
@@ -515,16 +512,26 @@ static int do_row(gpuplan_job *j, const rec *rr, vrow *r, gpuplan_model *m) {
   r->o.microbatches = (int64_t)(G / (dp * b));
   r->has_layout = 1;
   if (!isnan(ga) && ga != (double)r->o.microbatches) note(r, "%s", "grad_accum differs from gbs / (dp x mbs): gbs used");
-  sharding_of(r, sh, m);
+  sharding_of(r, sh);
   if (vpp_of(r, col(rr, "vpp"), m->layers)) {
     snprintf(r->reason, sizeof r->reason, "vpp '%.60s' does not split %lld layers on pp %lld", col(rr, "vpp"),
              (long long)m->layers, (long long)r->o.pp);
     return GPUPLAN_OK;
   }
   if (m->layers % r->o.pp) {
-    /* Megatron's uneven split: the remainder on the first stage */
-    r->o.first_stage_layers = m->layers - (m->layers / r->o.pp) * (r->o.pp - 1);
-    r->o.last_stage_layers = 0;
+    /* Stages of ceil(L/pp) layers with the first and last sharing the rest:
+     * how Megatron-DeepSpeed balances the embedding and logits stages
+     * (BLOOM's --pp-partition-method 'type:transformer|embedding': 70 layers
+     * on 12 stages are 5, 6 x 10, 5); else the remainder on the first. */
+    int64_t nl = m->layers, np = r->o.pp, mid = (nl + np - 1) / np, rest = nl - (np - 2) * mid;
+    if (np > 2 && rest >= 2 && rest / 2 <= mid && rest - rest / 2 <= mid) {
+      r->o.first_stage_layers = rest / 2;
+      r->o.last_stage_layers = rest - rest / 2;
+    } else {
+      r->o.first_stage_layers = nl - (nl / np) * (np - 1);
+      r->o.last_stage_layers = 0;
+    }
+    note(r, "%s", "layers do not divide by pp: shorter first and last stages");
   }
   r->o.sequence_parallel = has(col(rr, "seq_parallel"), "yes") != NULL;
   if (!*col(rr, "seq_parallel") && r->fw == GPUPLAN_FW_NEMO && r->o.tp > 1) {

@@ -121,6 +121,45 @@ enum {
 };
 #define JOPT(id) (&gpuplan__opts_job.opts[id])
 
+/* The options of opts_model.c, by index into gpuplan__opts_model.opts. */
+enum {
+  M_LAYERS = 0, M_HIDDEN, M_HEADS, M_KV_HEADS, M_HEAD_DIM, M_FFN, M_FFN_TYPE, M_NORM, M_VOCAB, M_TIED,
+  M_POSITION, M_BIAS, M_QKV_BIAS, M_QK_NORM, M_PARALLEL, M_MAX_SEQ, M_ARCH, M_DECODER_LAYERS, M_LABELS,
+  M_EXPERTS, M_TOP_K, M_EXPERT_FFN, M_SHARED_EXPERTS, M_SHARED_EXPERT_FFN, M_DENSE_LAYERS,
+  M_KV_LORA_RANK, M_Q_LORA_RANK, M_QK_ROPE_DIM, M_V_HEAD_DIM, M_EXTRA_PARAMS,
+  M_MODULE_PARAMS, M_MODULE_TRAINABLE, M_MODULE_BUFFERS, M_MODULE_LARGEST, M_MODULE_ACT, M_MODULE_FWD,
+  M_MODULE_BWD, M_MODULE_OUT, M_MODULE_IN,
+  M_IMPL, M_PHASE, M_ZERO_GRAD, M_OPTIMIZER_IMPL, M_PREV_LOGITS, M_SOFTMAX_INPUT, M_GPU_TOTAL,
+  M_FINETUNE, M_LORA_RANK, M_LORA_MODULES, M_BASE_DTYPE, M_DOUBLE_QUANT, M_PAGED_OPTIMIZER,
+  M_COUNT
+};
+#define MOPT(id) (&gpuplan__opts_model.opts[id])
+
+/* A model as the job describes it (job/model_resolve.c): a catalog name, a
+ * size mapped to a catalog model of that size, a Hugging Face config.json,
+ * hyperparameters given as options (alone or over a named model), or a
+ * module traced by gpuplan.from_torch. */
+#define GPUPLAN__MODEL_NOTES 16
+typedef struct gpuplan__model_res {
+  gpuplan_model model;          /* storage for a described model */
+  const gpuplan_model *m;       /* what to plan: a catalog row or &model */
+  const gpuplan_model *base;    /* the catalog row it came from (catalog, size, shape over a name), or NULL */
+  const char *source;           /* "catalog", "size", "config", "shape", "module" */
+  char label[128];              /* the model's name in the documents */
+  char note[512];               /* how it was resolved, in words */
+  gpuplan_impl impl;            /* the implementation profile that applies by default */
+  const char *impl_why;         /* why (static text) */
+  /* defaults the resolution applied, for the documents' "defaults" */
+  const char *dflt_option[GPUPLAN__MODEL_NOTES];
+  char dflt_value[GPUPLAN__MODEL_NOTES][96];
+  int ndflt;
+} gpuplan__model_res;
+
+/* Resolve the job's model options into r and the model-fact fields of o
+ * (the version-2 shape extensions, module description, fine-tuning).
+ * Errors name the option (model, layers, ...) or the config.json field. */
+int gpuplan__model_resolve(gpuplan_job *job, gpuplan__model_res *r, gpuplan_memory_options *o);
+
 /* Commands. */
 typedef int (*gpuplan__cmd_fn)(gpuplan_job *job, gpuplan_doc **out);
 int gpuplan__cmd_plan(gpuplan_job *job, gpuplan_doc **out);

@@ -1,11 +1,95 @@
 /*
- * opts_serve.c: options of the serve command.
+ * opts_serve.c: options of the serve command.  The order matches the S_*
+ * enum of serve_job.h.  With them, serve also takes the planning options
+ * of job_options.c marked C_SERVE (model, gpu, gpus, node, tp, pp, ep,
+ * weight_dtype, kv_dtype, context_len = max_model_len, batch, paged,
+ * block_tokens, group_size, cuda_context, intra, top).
  */
-#include "job/job_int.h"
+#include "job/serve_job.h"
+
 
 static const gpuplan_option_info opts[] = {
-  {"engine", "engine", GPUPLAN_OPT_ENUM, "", 0, 0, "vllm|sglang|trtllm", "vllm", "the serving engine", C_SERVE, 0,
+  {"engine", "engine", GPUPLAN_OPT_ENUM, "", 0, 0, "vllm|sglang|trtllm|tgi", "vllm",
+   "the serving engine: its memory rule (gpu_memory_utilization, mem_fraction_static, "
+   "kv_cache_free_gpu_mem_fraction), scheduler and defaults",
+   C_SERVE, 0, "serving"},
+  {"engine_version", "engine-version", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "latest",
+   "the engine's version (e.g. 0.6.4): its profiling and scheduling rules changed across releases", C_SERVE, 0,
    "serving"},
+  {"input_len", "input-len", GPUPLAN_OPT_INT, "tokens", 1, 16777216, NULL, "512", "prompt tokens per request",
+   C_SERVE, 0, "load"},
+  {"output_len", "output-len", GPUPLAN_OPT_INT, "tokens", 1, 16777216, NULL, "256",
+   "generated tokens per request (an encoder generates none)", C_SERVE, 0, "load"},
+  {"concurrency", "concurrency", GPUPLAN_OPT_INT, "clients", 1, 16777216, NULL, "none (offline: every request queued)",
+   "clients in flight: each sends its next request when one completes (vllm bench --max-concurrency)", C_SERVE, 0,
+   "load"},
+  {"rate", "rate", GPUPLAN_OPT_REAL, "requests/s", 1e-6, 1e9, NULL, "none",
+   "Poisson arrival rate over all replicas (vllm bench --request-rate)", C_SERVE, 0, "load"},
+  {"lengths", "lengths", GPUPLAN_OPT_ENUM, "", 0, 0, "fixed|exponential", "fixed",
+   "request lengths: fixed, or exponentially distributed around the means (chat traffic such as ShareGPT)",
+   C_SERVE, 0, "load"},
+  {"replicas", "replicas", GPUPLAN_OPT_INT, "replicas", 1, 1048576, NULL, "gpus / (tp*pp), else 1",
+   "engine replicas sharing the load (data parallel)", C_SERVE, 0, "layout"},
+  {"quant", "quant", GPUPLAN_OPT_ENUM, "", 0, 0, "auto|none|fp8|w8a8|w8a16|awq|gptq|nvfp4", "auto",
+   "quantisation method: auto follows weight_dtype (fp8: FP8 W8A8, int8: INT8 W8A8, int4: AWQ); nvfp4 is "
+   "4-bit floats for Blackwell",
+   C_SERVE, 0, "inference"},
+  {"gpu_memory_utilization", "gpu-memory-utilization", GPUPLAN_OPT_REAL, "1", 0.01, 1, NULL, "0.9",
+   "vLLM: share of the GPU's memory the engine may use", C_SERVE, 0, "serving"},
+  {"mem_fraction_static", "mem-fraction-static", GPUPLAN_OPT_REAL, "1", 0.01, 1, NULL, "0.88 (tp 1) .. 0.79 (tp 16)",
+   "SGLang: share of the GPU's memory for weights and the KV pool", C_SERVE, 0, "serving"},
+  {"kv_cache_free_gpu_mem_fraction", "kv-cache-free-gpu-mem-fraction", GPUPLAN_OPT_REAL, "1", 0.01, 1, NULL, "0.9",
+   "TensorRT-LLM: share of the memory free after loading that becomes KV cache", C_SERVE, 0, "serving"},
+  {"kv_max_tokens", "kv-max-tokens", GPUPLAN_OPT_INT, "tokens", 1, 1e12, NULL, "none",
+   "cap the KV pool (TensorRT-LLM max_tokens, SGLang max_total_tokens)", C_SERVE, 0, "serving"},
+  {"max_num_seqs", "max-num-seqs", GPUPLAN_OPT_INT, "sequences", 1, 1048576, NULL, "the engine's",
+   "most sequences in a batch (max_num_seqs, max_batch_size, max_running_requests)", C_SERVE, 0, "serving"},
+  {"max_num_batched_tokens", "max-num-batched-tokens", GPUPLAN_OPT_INT, "tokens", 1, 16777216, NULL, "the engine's",
+   "tokens per iteration (chunked-prefill budget; vLLM's profile run; TensorRT-LLM max_num_tokens)", C_SERVE, 0,
+   "serving"},
+  {"chunked_prefill", "chunked-prefill", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "the engine's",
+   "prefill in chunks mixed with decoding; --no-chunked-prefill: prefills run in their own iterations", C_SERVE, 0,
+   "serving"},
+  {"enforce_eager", "enforce-eager", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "false",
+   "no CUDA graphs: no graph memory, slower launches", C_SERVE, 0, "serving"},
+  {"num_scheduler_steps", "num-scheduler-steps", GPUPLAN_OPT_INT, "steps", 1, 64, NULL, "1",
+   "vLLM multi-step scheduling: tokens are streamed in bursts of this many", C_SERVE, 0, "serving"},
+  {"prefix_hit", "prefix-hit", GPUPLAN_OPT_REAL, "1", 0, 0.99, NULL, "0",
+   "prefix caching: share of each prompt already in the cache (not prefilled; its blocks shared)", C_SERVE, 0,
+   "serving"},
+  {"non_torch_memory", "non-torch-memory", GPUPLAN_OPT_BYTES, "MiB", 0, 1099511627776.0, NULL, "0.30 GiB",
+   "memory outside the engine's allocator (CUDA context, NCCL, cuBLAS), as vLLM logs it", C_SERVE, 0,
+   "fixed costs"},
+  {"cuda_graph_memory", "cuda-graph-memory", GPUPLAN_OPT_BYTES, "MiB", 0, 1099511627776.0, NULL, "0.5 GiB",
+   "CUDA graph pools (captured after the KV cache, outside its budget)", C_SERVE, 0, "fixed costs"},
+  {"gpu_total_memory", "gpu-total-memory", GPUPLAN_OPT_BYTES, "MiB", 1, 1099511627776.0, NULL, "the SKU's",
+   "the total the engine sees (torch.cuda.mem_get_info; vLLM's total_gpu_memory)", C_SERVE, 0, "fixed costs"},
+  {"slo_ttft", "slo-ttft", GPUPLAN_OPT_REAL, "ms", 0.001, 1e9, NULL, "none", "time-to-first-token target",
+   C_SERVE, 0, "slo"},
+  {"slo_itl", "slo-itl", GPUPLAN_OPT_REAL, "ms", 0.001, 1e9, NULL, "none", "inter-token latency target",
+   C_SERVE, 0, "slo"},
+  {"slo_quantile", "slo-quantile", GPUPLAN_OPT_ENUM, "", 0, 0, "p50|p90|p99", "p99",
+   "the quantile the targets hold at", C_SERVE, 0, "slo"},
+  {"search", "search", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "false",
+   "the cheapest GPU (or CPU node), tensor-parallel degree and replicas that meet the SLO at --rate", C_SERVE, 0,
+   "slo"},
+  {"max_tp", "max-tp", GPUPLAN_OPT_INT, "GPUs", 1, 64, NULL, "8", "search: the largest tensor-parallel degree tried",
+   C_SERVE, 0, "slo"},
+  {"price_per_gpu_hour", "price-per-gpu-hour", GPUPLAN_OPT_REAL, "USD/h", 0, 1e6, NULL,
+   "the node's price / its GPUs", "the price of one GPU-hour (when the catalog has none)", C_SERVE, 0, "cost"},
+  {"validate_file", "validate", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "none",
+   "score a serving calibration CSV (data/reference/serving_runs_calibration.csv's columns) per metric",
+   C_SERVE, 0, "validation"},
+  {"validate_rows", "validate-rows", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "every row",
+   "only these row ids (comma-separated)", C_SERVE, 0, "validation"},
+  {"serve_constants", "serve-constants", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "the fitted ones",
+   "override the serving model's constants: name=value[,name=value...] (iter_s.vllm=0.003, hbm_eff=0.8, ...)",
+   C_SERVE, 0, "validation"},
+  {"validate_detail", "validate-detail", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "true",
+   "list every scored row (--no-validate-detail: the summary only)", C_SERVE, 0, "validation"},
 };
 
 const gpuplan__opt_table gpuplan__opts_serve = {opts, sizeof opts / sizeof opts[0]};
+
+/* The enum and the table must agree. */
+typedef char gpuplan__opts_serve_count_check[(sizeof opts / sizeof opts[0]) == S_COUNT ? 1 : -1];

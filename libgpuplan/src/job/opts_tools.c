@@ -24,7 +24,7 @@ static const gpuplan_option_info opts[] = {
   {"device", "device", GPUPLAN_OPT_INT, "", 0, 1024, NULL, "0", "which device's trace and segments",
    C_REPLAY, 0, "input"},
   {"timeline", "timeline", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "false",
-   "allocated and reserved bytes after every allocator event (timeline.allocated_bytes, .reserved_bytes)",
+   "torch.cuda.memory_allocated() and memory_reserved() after every trace event (timeline.allocated_bytes, .reserved_bytes)",
    C_REPLAY, 0, "report"},
   {"summary", "summary", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "false",
    "torch.cuda.memory_summary() of the allocator at the end of the replay", C_REPLAY, 0, "report"},

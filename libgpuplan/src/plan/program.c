@@ -2,21 +2,26 @@
  * program.c: the step program of one rank, run through the caching-allocator
  * model (gpuplan/simulate.h).
  *
- * Sizes come from the analytic model's components for the same case; each
- * component is split over the tensors PyTorch would allocate, in the
- * proportions of the layer's shapes.  The simulated peak therefore differs
- * from the analytic total only by named effects: allocator rounding and
- * caching, transient temporaries, the order of lifetimes (gradients that do
- * not exist yet at the start of backward, zero_grad(set_to_none)), which is
- * what the comparison is for.
+ * The program allocates and frees the tensors the analytic model counts
+ * (memory.c), with the same lists (plan/plan_int.h): per layer the tensors
+ * autograd keeps, the forward temporaries, the backward working set; the
+ * loss's intermediates and the previous step's logits; gradients as the
+ * framework keeps them (buffers for the run, or created in backward and
+ * freed by zero_grad(set_to_none)); optimizer states created lazily in the
+ * first step() and the step's temporaries (foreach tensor lists, for-loop
+ * temporaries).  The simulated peak therefore differs from the analytic
+ * one only by named effects: allocator rounding, caching and
+ * fragmentation, and the order of lifetimes.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "alloc/alloc_int.h"
+#include "plan/plan_int.h"
 
-#define MAXT 24 /* tensors per layer */
+#define MAXW 8  /* parameter tensors per layer */
+#define CHUNKS 16 /* a traced module's saved tensors, in this many allocations */
 
 typedef struct tens {
   const char *name;
@@ -36,6 +41,12 @@ static void tee_trace(void *payload, const gpuplan_alloc_event *ev) {
   if (t->fn) t->fn(t->payload, ev);
 }
 
+/* One layer kind's tensors, in bytes for one micro-batch. */
+typedef struct layer_prog {
+  gpuplan__act keep[GPUPLAN__MAX_ACTS], full[GPUPLAN__MAX_ACTS];
+  int nkeep, nfull;
+} layer_prog;
+
 typedef struct prog {
   gpuplan_ctx *ctx;
   gpuplan_cachealloc *a;
@@ -46,24 +57,20 @@ typedef struct prog {
   const char *phase;
   int64_t layer;
   int oom;
-  /* per-layer tensors */
-  tens w[8];       /* parameter tensors of one layer (bytes of weights) */
+  double tok;                    /* tokens of one micro-batch on this rank */
+  layer_prog lp[3];              /* dense, MoE, decoder */
+  gpuplan__act head[GPUPLAN__MAX_ACTS], emb[GPUPLAN__MAX_ACTS];
+  int nhead, nemb;
+  tens w[MAXW];                  /* parameter tensors of one layer (relative sizes) */
   int nw;
-  double wsum;     /* sum of w */
-  tens act[MAXT];  /* activations kept per layer per micro-batch */
-  int nact;
-  tens work[4];    /* GEMM/softmax temporaries, freed at once */
-  int nwork;
-  double layers, inflight, mbs;
-  /* component totals from the analytic model */
-  gpuplan_memory mem;
+  gpuplan_memory mem;            /* the analytic model's components for the same case */
 } prog;
 
 /* Allocate one tensor; on OOM record where.  Returns the address or 0. */
 static uint64_t get(prog *p, double bytes, const char *what) {
   uint64_t addr = 0, n;
   int rc;
-  if (p->oom || bytes < 1) return 0;
+  if (p->oom || !(bytes >= 1)) return 0;
   n = (uint64_t)ceil(bytes);
   rc = gpuplan_cachealloc_malloc(p->a, n, 0, &addr);
   p->r->ops++;
@@ -101,74 +108,6 @@ static void put(prog *p, uint64_t addr) {
   p->r->ops++;
 }
 
-/* Tensor shapes of one layer, from the model (per token for activations). */
-static void layer_shapes(prog *p) {
-  const gpuplan_model *m = p->m;
-  const gpuplan_memory_options *o = p->o;
-  double h = (double)m->hidden, ad = (double)(m->heads * m->head_dim);
-  double kvd = (double)(m->kv_heads * m->head_dim), f = (double)m->ffn_hidden;
-  double s = (double)(o->seq_len ? o->seq_len : m->seq_len), a = (double)m->heads;
-  int swiglu = m->ffn_type && strcmp(m->ffn_type, "gelu") != 0 && strcmp(m->ffn_type, "relu") != 0;
-  double E = m->experts > 1 ? (double)m->experts / (double)o->ep : 1, k = m->experts > 1 ? (double)m->top_k : 1;
-  int n = 0;
-  /* Parameters (relative sizes). */
-  p->w[n++] = (tens){"attention qkv weight", h * (ad + 2 * kvd)};
-  p->w[n++] = (tens){"attention output weight", ad * h};
-  p->w[n++] = (tens){"mlp fc1 weight", E * h * f * (swiglu ? 2 : 1)};
-  p->w[n++] = (tens){"mlp fc2 weight", E * f * h};
-  p->w[n++] = (tens){"norm weights", 2 * h};
-  p->nw = n;
-  /* Activations kept for backward (relative sizes, per token). */
-  n = 0;
-  p->act[n++] = (tens){"input layernorm input", 2 * h};
-  p->act[n++] = (tens){"qkv input", 2 * h};
-  p->act[n++] = (tens){"query", 2 * ad};
-  p->act[n++] = (tens){"key and value", 4 * kvd};
-  if (o->recompute == GPUPLAN_RECOMPUTE_NONE) {
-    if (o->flash_attention) {
-      p->act[n++] = (tens){"flash attention log-sum-exp", 4 * a};
-    } else {
-      p->act[n++] = (tens){"attention softmax output", 2 * a * s};
-      if (o->dropout) p->act[n++] = (tens){"attention dropout mask", a * s};
-      if (o->dropout) p->act[n++] = (tens){"attention dropout output", 2 * a * s};
-    }
-  }
-  p->act[n++] = (tens){"attention output-projection input", 2 * ad};
-  if (o->dropout) p->act[n++] = (tens){"attention residual dropout mask", h};
-  p->act[n++] = (tens){"post-attention layernorm input", 2 * h};
-  p->act[n++] = (tens){"mlp fc1 input", 2 * h};
-  if (swiglu) {
-    p->act[n++] = (tens){"mlp gate projection", 2 * f * k};
-    p->act[n++] = (tens){"mlp up projection", 2 * f * k};
-    p->act[n++] = (tens){"mlp fc2 input", 2 * f * k};
-  } else {
-    p->act[n++] = (tens){"mlp activation input", 2 * f * k};
-    p->act[n++] = (tens){"mlp fc2 input", 2 * f * k};
-  }
-  if (o->dropout) p->act[n++] = (tens){"mlp dropout mask", h};
-  p->nact = n;
-  /* Temporaries: the widest GEMM output and, for explicit attention, the
-   * raw scores before softmax. */
-  n = 0;
-  p->work[n++] = (tens){"mlp GEMM output (temporary)", 2 * f * k * (swiglu ? 2 : 1)};
-  if (!o->flash_attention) p->work[n++] = (tens){"attention scores (temporary)", 2 * a * s};
-  p->nwork = n;
-}
-
-static double sum(const tens *t, int n) {
-  double s = 0;
-  int i;
-  for (i = 0; i < n; i++) s += t[i].bytes;
-  return s;
-}
-
-/* Allocate a component of total bytes split over tensors t in proportion. */
-static void get_split(prog *p, const tens *t, int n, double total, uint64_t *addrs) {
-  double s = sum(t, n);
-  int i;
-  for (i = 0; i < n; i++) addrs[i] = s > 0 ? get(p, total * t[i].bytes / s, t[i].name) : 0;
-}
-
 static void put_all(prog *p, uint64_t *addrs, int n) {
   int i;
   for (i = n - 1; i >= 0; i--) {
@@ -176,6 +115,84 @@ static void put_all(prog *p, uint64_t *addrs, int n) {
     addrs[i] = 0;
   }
 }
+
+/* Parameter tensors of one layer, from the model (relative sizes). */
+static void layer_weights(prog *p) {
+  const gpuplan_model *m = p->m;
+  const gpuplan_memory_options *o = p->o;
+  double h = (double)m->hidden, ad = (double)(m->heads * m->head_dim);
+  double kvd = (double)(m->kv_heads * m->head_dim), f = (double)m->ffn_hidden;
+  int gated = m->ffn_type && (strcmp(m->ffn_type, "swiglu") == 0 || strcmp(m->ffn_type, "geglu") == 0);
+  double E = m->experts > 1 ? (double)m->experts / (double)o->ep : 1;
+  int n = 0;
+  if (o->expert_ffn > 0 && m->experts > 1) f = (double)o->expert_ffn;
+  p->w[n++] = (tens){"attention qkv weight", h * (ad + 2 * kvd)};
+  p->w[n++] = (tens){"attention output weight", ad * h};
+  p->w[n++] = (tens){"mlp fc1 weight", E * h * f * (gated ? 2 : 1)};
+  p->w[n++] = (tens){"mlp fc2 weight", E * f * h};
+  p->w[n++] = (tens){"norm weights", 2 * h};
+  p->nw = n;
+}
+
+static double wsum(const prog *p) {
+  double s = 0;
+  int i;
+  for (i = 0; i < p->nw; i++) s += p->w[i].bytes;
+  return s;
+}
+
+/* Allocate a component of total bytes split over the layer's parameter tensors. */
+static void get_split(prog *p, double total, uint64_t *addrs, const char *what) {
+  double s = wsum(p);
+  int i;
+  for (i = 0; i < p->nw; i++) addrs[i] = s > 0 ? get(p, total * p->w[i].bytes / s, what ? what : p->w[i].name) : 0;
+}
+
+/* The kind of layer li of this stage. */
+static int layer_kind(const prog *p, int64_t li) {
+  const gpuplan_memory_options *o = p->o;
+  int64_t first = 0, s;
+  if (p->m->experts <= 1) return GPUPLAN__LAYER_DENSE;
+  for (s = 0; s < p->mem.stage; s++) first += p->mem.layers; /* even split: a good enough index */
+  return first + li < o->dense_layers ? GPUPLAN__LAYER_DENSE : GPUPLAN__LAYER_MOE;
+}
+
+/* Forward of one layer: its kept tensors (addresses into A), temporaries freed after the next allocation. */
+static void forward_layer(prog *p, const gpuplan__act *acts, int n, uint64_t *A) {
+  uint64_t pending = 0;
+  int i, k = 0;
+  for (i = 0; i < n && !p->oom; i++) {
+    double bytes = acts[i].per_token * p->tok;
+    if (acts[i].kind == GPUPLAN__KEEP) {
+      A[k++] = get(p, bytes, acts[i].name);
+      put(p, pending);
+      pending = 0;
+    } else if (acts[i].kind == GPUPLAN__TEMP) {
+      put(p, pending);
+      pending = get(p, bytes, acts[i].name);
+    }
+  }
+  put(p, pending);
+}
+
+/* The backward working set of one layer: BWD alive throughout, then the MLP
+ * part, then the attention part (the reverse of forward). */
+static void backward_layer(prog *p, const gpuplan__act *acts, int n) {
+  uint64_t keep[GPUPLAN__MAX_ACTS], part[GPUPLAN__MAX_ACTS];
+  int i, nk = 0, np = 0, pass;
+  for (i = 0; i < n; i++)
+    if (acts[i].kind == GPUPLAN__BWD) keep[nk++] = get(p, acts[i].per_token * p->tok, acts[i].name);
+  for (pass = 0; pass < 2; pass++) {
+    int kind = pass == 0 ? GPUPLAN__BWD_MLP : GPUPLAN__BWD_ATTN;
+    np = 0;
+    for (i = 0; i < n; i++)
+      if (acts[i].kind == kind) part[np++] = get(p, acts[i].per_token * p->tok, acts[i].name);
+    put_all(p, part, np);
+  }
+  put_all(p, keep, nk);
+}
+
+static int module_program(prog *p, const gpuplan_simulate_options *sim, gpuplan_simulate_result *out);
 
 int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
                      const gpuplan_memory_options *options, const gpuplan_simulate_options *sim,
@@ -185,12 +202,13 @@ int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan
   const gpuplan_memory_options *o = options ? options : &defaults;
   gpuplan_alloc_conf conf;
   prog p;
-  int64_t L, li, step, nmb;
+  int64_t L, li, step, nmb, slots;
   uint64_t outside, *wa = NULL, *ga = NULL, *ma = NULL, *oa = NULL, *acts = NULL;
-  uint64_t buckets[2] = {0, 0}, emb = 0, extra_w = 0, extra_g = 0, extra_m = 0, extra_o = 0;
-  double wl, gl, ml, ol, actl, w_extra, g_extra, m_extra, o_extra;
-  int rc, zero3, grads_live = 0, state_live = 0, first_stage, last_stage;
-  size_t nslots;
+  uint64_t buckets[2] = {0, 0}, extra_w = 0, extra_g = 0, extra_m = 0, extra_o = 0, adapters = 0, prev_logits = 0;
+  double wl, gl, ml, ol, w_extra, g_extra, m_extra, o_extra;
+  int rc, zero3, grads_live = 0, state_live = 0, first_stage, last_stage, persist, prev, k, logits_idx = -1;
+  size_t nslots, per_mb;
+  const char *src;
   tee tr;
 
   if (!ctx) return GPUPLAN_EMISUSE;
@@ -200,8 +218,10 @@ int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan
     return gpuplan__error(ctx, GPUPLAN_EINVAL, "simulate: options.version %u is unknown", sim->version);
   if (sim->steps < 1 || sim->steps > 1000000)
     return gpuplan__error(ctx, GPUPLAN_EINVAL, "steps: must be 1..1000000 (got %lld)", (long long)sim->steps);
-  if (o->workload != GPUPLAN_TRAIN)
-    return gpuplan__error(ctx, GPUPLAN_EINVAL, "simulate: only training steps are simulated (workload is inference)");
+  if (o->workload != GPUPLAN_TRAIN && !(o->module.params > 0))
+    return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                          "simulate: only training steps are simulated (workload is inference); a traced module's "
+                          "forward loop is the exception");
   memset(out, 0, sizeof *out);
   memset(&p, 0, sizeof p);
   GPUPLAN_TRY(gpuplan_memory_eval(ctx, model, gpu, o, GPUPLAN_STAGE_WORST, &p.mem));
@@ -213,8 +233,11 @@ int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan
   p.layer = -1;
   outside = p.mem.item[GPUPLAN_MEM_CONTEXT].bytes + p.mem.item[GPUPLAN_MEM_NCCL].bytes +
             p.mem.item[GPUPLAN_MEM_WORKSPACE].bytes;
-  out->analytic_bytes = p.mem.total - outside;
-  out->capacity = gpu->memory_bytes > outside ? gpu->memory_bytes - outside : 0;
+  out->analytic_bytes = p.mem.total > outside ? p.mem.total - outside : 0;
+  {
+    uint64_t usable = o->gpu_total_bytes ? o->gpu_total_bytes : gpuplan_gpu_usable_bytes(gpu, &src);
+    out->capacity = usable > outside ? usable - outside : 0;
+  }
   rc = gpuplan_cachealloc_new(ctx, &conf, out->capacity ? out->capacity : 1, sim->device, &p.a);
   if (rc) return rc;
   memset(&tr, 0, sizeof tr);
@@ -223,11 +246,28 @@ int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan
   if (sim->snapshot_path && (rc = gpuplan_recorder_new(ctx, &tr.rec))) goto out;
   if (tr.fn || tr.rec) gpuplan_cachealloc_set_trace(p.a, tee_trace, &tr);
 
-  layer_shapes(&p);
+  persist = gpuplan__grads_persist(o) || !sim->set_to_none;
+  if (o->module.params > 0) {
+    rc = module_program(&p, sim, out);
+    goto finish;
+  }
+
+  p.tok = (double)(o->seq_len ? o->seq_len : model->seq_len) / (double)o->cp * (double)o->micro_batch;
+  for (k = 0; k < 3; k++) {
+    p.lp[k].nkeep = gpuplan__layer_acts(model, o, k, 0, p.lp[k].keep);
+    p.lp[k].nfull = o->recompute == GPUPLAN_RECOMPUTE_FULL ? gpuplan__layer_acts(model, o, k, 1, p.lp[k].full) : 0;
+  }
+  p.nhead = gpuplan__head_acts(model, o, p.head);
+  p.nemb = gpuplan__embed_acts(model, o, p.emb);
+  prev = gpuplan__prev_logits(o);
+  for (k = 0; k < p.nhead; k++)
+    if (p.head[k].kind == GPUPLAN__KEEP && strstr(p.head[k].name, "logits")) logits_idx = k;
+  layer_weights(&p);
   L = p.mem.layers;
-  p.inflight = p.mem.microbatches_in_flight;
   nmb = o->microbatches ? o->microbatches : o->pp;
-  if (nmb < (int64_t)ceil(p.inflight)) nmb = (int64_t)ceil(p.inflight);
+  slots = (int64_t)ceil(p.mem.microbatches_in_flight);
+  if (slots < 1) slots = 1;
+  if (nmb < slots) nmb = slots;
   first_stage = p.mem.stage == 0;
   last_stage = p.mem.stage == o->pp - 1;
   zero3 = p.mem.item[GPUPLAN_MEM_GATHER].bytes > 0 &&
@@ -238,46 +278,50 @@ int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan
    * to their parameters; the rest (embedding, output layer, final norm) is
    * one extra tensor. */
   {
-    double pr = p.mem.params_rank, per_layer = 0;
-    double frac;
-    /* params of one layer on this rank, from the shapes */
-    per_layer = p.wsum = sum(p.w, p.nw) / (double)o->tp;
+    double pr = p.mem.params_rank, per_layer, frac;
+    per_layer = wsum(&p) / (double)o->tp;
     if (per_layer * (double)L > pr) per_layer = pr / (double)(L ? L : 1);
     frac = pr > 0 ? per_layer / pr : 0; /* one layer's share */
     wl = (double)p.mem.item[GPUPLAN_MEM_WEIGHTS].bytes * frac;
-    gl = (double)p.mem.item[GPUPLAN_MEM_GRADIENTS].bytes * frac;
+    gl = (double)p.mem.item[GPUPLAN_MEM_GRADIENTS].bytes / (double)(L ? L : 1);
     ml = (double)p.mem.item[GPUPLAN_MEM_MASTER].bytes * frac;
-    ol = (double)p.mem.item[GPUPLAN_MEM_OPTIMIZER].bytes * frac;
+    ol = (double)p.mem.item[GPUPLAN_MEM_OPTIMIZER].bytes / (double)(L ? L : 1);
+    if (o->finetune == GPUPLAN_FT_FULL) {
+      gl = (double)p.mem.item[GPUPLAN_MEM_GRADIENTS].bytes * frac;
+      ol = (double)p.mem.item[GPUPLAN_MEM_OPTIMIZER].bytes * frac;
+    }
     w_extra = (double)p.mem.item[GPUPLAN_MEM_WEIGHTS].bytes - wl * (double)L;
     g_extra = (double)p.mem.item[GPUPLAN_MEM_GRADIENTS].bytes - gl * (double)L;
     m_extra = (double)p.mem.item[GPUPLAN_MEM_MASTER].bytes - ml * (double)L;
     o_extra = (double)p.mem.item[GPUPLAN_MEM_OPTIMIZER].bytes - ol * (double)L;
   }
-  actl = p.inflight > 0 && L > 0
-             ? (double)p.mem.item[GPUPLAN_MEM_ACTIVATIONS].bytes / ((double)L * p.inflight)
-             : 0;
 
   nslots = (size_t)L * (size_t)p.nw;
+  per_mb = (size_t)(L + 1) * GPUPLAN__MAX_ACTS;
   wa = gpuplan__calloc(ctx, nslots + 1, sizeof *wa);
   ga = gpuplan__calloc(ctx, nslots + 1, sizeof *ga);
   ma = gpuplan__calloc(ctx, nslots + 1, sizeof *ma);
-  oa = gpuplan__calloc(ctx, 2 * nslots + 1, sizeof *oa);
-  acts = gpuplan__calloc(ctx, (size_t)L * (size_t)(ceil(p.inflight) + 1) * MAXT + 1, sizeof *acts);
+  oa = gpuplan__calloc(ctx, 2 * (size_t)L + 1, sizeof *oa);
+  acts = gpuplan__calloc(ctx, per_mb * (size_t)slots + 1, sizeof *acts);
   if (!wa || !ga || !ma || !oa || !acts) {
     rc = gpuplan__nomem(ctx);
     goto out;
   }
 
-  /* Setup: parameters (shards under ZeRO-3), gradient buckets. */
+  /* Setup: parameters (shards under ZeRO-3), fp32 master weights (created
+   * with the model or the engine), adapters, gradient buckets. */
   p.phase = "setup";
   p.step = 0;
   for (li = 0; li < L && !p.oom; li++) {
     p.layer = li;
     if (zero3) wa[li * p.nw] = get(&p, wl, "flat parameter shard");
-    else get_split(&p, p.w, p.nw, wl, wa + li * p.nw);
+    else get_split(&p, wl, wa + li * p.nw, NULL);
+    if (ml > 0) get_split(&p, ml, ma + li * p.nw, "fp32 master weights");
   }
   p.layer = -1;
   extra_w = get(&p, w_extra, first_stage ? "embedding / output parameters" : "output parameters");
+  extra_m = get(&p, m_extra, "fp32 master weights (embedding / output)");
+  adapters = get(&p, (double)p.mem.item[GPUPLAN_MEM_ADAPTERS].bytes, "LoRA adapters");
   if (p.mem.item[GPUPLAN_MEM_BUCKETS].bytes) {
     buckets[0] = get(&p, p.mem.item[GPUPLAN_MEM_BUCKETS].bytes / 2.0, "gradient bucket");
     buckets[1] = get(&p, p.mem.item[GPUPLAN_MEM_BUCKETS].bytes / 2.0, "gradient bucket");
@@ -285,106 +329,142 @@ int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan
 
   for (step = 1; step <= sim->steps && !p.oom; step++) {
     int64_t fwd = 0, bwd = 0;
-    size_t per_mb = (size_t)L * MAXT;
-    int64_t slots = (int64_t)ceil(p.inflight);
-    uint64_t logits = 0;
+    uint64_t head_a[GPUPLAN__MAX_ACTS], emb_a[GPUPLAN__MAX_ACTS], loss_a[GPUPLAN__MAX_ACTS];
+    int nloss = 0, i;
+    memset(head_a, 0, sizeof head_a);
+    memset(emb_a, 0, sizeof emb_a);
     p.step = step;
-    /* 1F1B: up to `inflight` micro-batches' activations live at once. */
+    /* 1F1B: up to `slots` micro-batches' activations live at once. */
     while (bwd < nmb && !p.oom) {
       int do_fwd = fwd < nmb && fwd - bwd < slots;
       if (do_fwd) {
         uint64_t *A = acts + (size_t)(fwd % slots) * per_mb;
         p.phase = "forward";
         p.layer = -1;
-        if (first_stage && p.mem.item[GPUPLAN_MEM_EMBEDDING_ACT].bytes)
-          emb = get(&p, (double)p.mem.item[GPUPLAN_MEM_EMBEDDING_ACT].bytes / p.inflight,
-                    "input ids and embedding dropout mask");
+        if (first_stage)
+          for (i = 0; i < p.nemb; i++) emb_a[i] = get(&p, p.emb[i].per_token * p.tok, p.emb[i].name);
         for (li = 0; li < L && !p.oom; li++) {
-          uint64_t g = 0, tmp[4];
-          int t;
+          uint64_t g = 0;
+          const layer_prog *lp = &p.lp[layer_kind(&p, li)];
           p.layer = li;
           if (zero3) g = get(&p, p.mem.item[GPUPLAN_MEM_GATHER].bytes / 2.0, "gathered layer parameters");
-          if (o->recompute == GPUPLAN_RECOMPUTE_FULL) {
-            A[li * MAXT] = get(&p, actl, "layer input (checkpoint)");
-          } else {
-            get_split(&p, p.act, p.nact, actl, A + li * MAXT);
-          }
-          for (t = 0; t < p.nwork; t++)
-            tmp[t] = get(&p, p.work[t].bytes * (double)((o->seq_len ? o->seq_len : model->seq_len) / o->cp) *
-                                 (double)o->micro_batch / (double)o->tp,
-                         p.work[t].name);
-          for (t = p.nwork - 1; t >= 0; t--) put(&p, tmp[t]);
+          forward_layer(&p, lp->keep, lp->nkeep, A + li * GPUPLAN__MAX_ACTS);
           put(&p, g);
         }
         p.layer = -1;
-        if (last_stage && p.mem.item[GPUPLAN_MEM_LOGITS].bytes && !p.oom)
-          logits = get(&p, (double)p.mem.item[GPUPLAN_MEM_LOGITS].bytes, "logits and loss (fp32)");
+        if (last_stage && !p.oom) {
+          for (i = 0; i < p.nhead && !p.oom; i++) {
+            if (p.head[i].kind == GPUPLAN__KEEP) {
+              head_a[i] = get(&p, p.head[i].per_token * p.tok, p.head[i].name);
+              if (i == logits_idx && prev_logits) {
+                put(&p, prev_logits); /* the loop's variable now refers to the new logits */
+                prev_logits = 0;
+              }
+            }
+          }
+          if (o->phase != GPUPLAN_PHASE_FORWARD)
+            for (i = 0; i < p.nhead && !p.oom; i++)
+              if (p.head[i].kind == GPUPLAN__LOSS) loss_a[nloss++] = get(&p, p.head[i].per_token * p.tok, p.head[i].name);
+        }
         fwd++;
         if (fwd - bwd < slots && fwd < nmb) continue;
       }
+      if (p.oom || o->phase == GPUPLAN_PHASE_FORWARD) break;
       /* backward of the oldest micro-batch in flight */
       {
         uint64_t *A = acts + (size_t)(bwd % slots) * per_mb;
         p.phase = "backward";
         p.layer = -1;
-        if (logits) {
-          uint64_t dl = get(&p, (double)p.mem.item[GPUPLAN_MEM_LOGITS].bytes, "gradient of the logits");
-          put(&p, logits);
-          logits = 0;
+        if (last_stage) {
+          uint64_t dl = get(&p, p.tok * 4 * (double)model->vocab / (double)o->tp, "gradient of the logits (fp32)");
+          put_all(&p, loss_a, nloss);
+          nloss = 0;
           put(&p, dl);
+          for (i = p.nhead - 1; i >= 0; i--) {
+            if (i == logits_idx && prev) {
+              prev_logits = head_a[i]; /* still referenced by the training loop */
+              head_a[i] = 0;
+            }
+            put(&p, head_a[i]);
+            head_a[i] = 0;
+          }
         }
         if (!grads_live && !p.oom) extra_g = get(&p, g_extra, "embedding / output gradients");
         for (li = L - 1; li >= 0 && !p.oom; li--) {
-          uint64_t g = 0, rec[MAXT], gin, gtmp;
+          uint64_t g = 0, rec[GPUPLAN__MAX_ACTS];
+          const layer_prog *lp = &p.lp[layer_kind(&p, li)];
+          int nrec = 0, j;
           p.layer = li;
-          memset(rec, 0, sizeof rec);
           if (zero3) g = get(&p, p.mem.item[GPUPLAN_MEM_GATHER].bytes / 2.0, "gathered layer parameters");
           if (o->recompute == GPUPLAN_RECOMPUTE_FULL)
-            get_split(&p, p.act, p.nact, (double)p.mem.item[GPUPLAN_MEM_RECOMPUTE].bytes, rec);
-          /* gradient of the layer's input and a GEMM temporary */
-          gin = get(&p, actl * 2 * (double)model->hidden / sum(p.act, p.nact), "gradient of the layer input");
-          gtmp = get(&p, p.work[0].bytes * (double)((o->seq_len ? o->seq_len : model->seq_len) / o->cp) *
-                             (double)o->micro_batch / (double)o->tp,
-                     "gradient GEMM temporary");
+            for (j = 0; j < lp->nfull; j++)
+              if (lp->full[j].kind == GPUPLAN__KEEP) rec[nrec++] = get(&p, lp->full[j].per_token * p.tok, lp->full[j].name);
+          backward_layer(&p, o->recompute == GPUPLAN_RECOMPUTE_FULL ? lp->full : lp->keep,
+                         o->recompute == GPUPLAN_RECOMPUTE_FULL ? lp->nfull : lp->nkeep);
           if (!grads_live) {
-            if (zero3 || o->dp_mode == GPUPLAN_DP_ZERO2 || o->dp_mode == GPUPLAN_DP_FSDP_GRAD_OP)
+            if (zero3 || o->dp_mode == GPUPLAN_DP_ZERO2 || o->dp_mode == GPUPLAN_DP_FSDP_GRAD_OP ||
+                o->finetune != GPUPLAN_FT_FULL)
               ga[li * p.nw] = get(&p, gl, "gradient shard");
             else
-              get_split(&p, p.w, p.nw, gl, ga + li * p.nw);
+              get_split(&p, gl, ga + li * p.nw, "gradient");
           }
-          put(&p, gtmp);
-          put_all(&p, rec, p.nact);
-          put_all(&p, A + li * MAXT, MAXT);
-          put(&p, gin);
+          put_all(&p, rec, nrec);
+          put_all(&p, A + li * GPUPLAN__MAX_ACTS, GPUPLAN__MAX_ACTS);
           put(&p, g);
         }
         p.layer = -1;
-        put(&p, emb);
-        emb = 0;
+        put_all(&p, emb_a, GPUPLAN__MAX_ACTS);
         grads_live = 1;
         bwd++;
       }
     }
     if (p.oom) break;
-    /* Optimizer step: states are created lazily at the first step. */
+    if (o->phase == GPUPLAN_PHASE_FORWARD) {
+      out->steps_done = step;
+      break;
+    }
+    /* Optimizer step: states are created lazily at the first step; the
+     * step's temporaries (foreach: a state-sized tensor list). */
     p.phase = "optimizer step";
     p.layer = -1;
     if (!state_live) {
       for (li = 0; li < L && !p.oom; li++) {
         p.layer = li;
-        if (ml > 0) ma[li] = get(&p, ml, "fp32 master weights");
         if (ol > 0) {
           oa[2 * li] = get(&p, ol / 2, "optimizer state (exp_avg)");
           oa[2 * li + 1] = get(&p, ol / 2, "optimizer state (exp_avg_sq)");
         }
       }
       p.layer = -1;
-      extra_m = get(&p, m_extra, "fp32 master weights (embedding / output)");
       extra_o = get(&p, o_extra, "optimizer states (embedding / output)");
       state_live = 1;
     }
+    if (p.mem.item[GPUPLAN_MEM_OPT_STEP].bytes && !p.oom) {
+      if (gpuplan__opt_impl(o) == GPUPLAN_OPTIMPL_FOREACH && o->optimizer != GPUPLAN_OPT_ADAFACTOR) {
+        uint64_t *tmp = oa + 0, t1 = 0;
+        double per = (double)p.mem.item[GPUPLAN_MEM_OPT_STEP].bytes / (double)(L + 1);
+        (void)tmp;
+        /* one temporary per parameter tensor, all alive until the update */
+        {
+          uint64_t *list = gpuplan__calloc(ctx, (size_t)L + 2, sizeof *list);
+          if (!list) {
+            rc = gpuplan__nomem(ctx);
+            goto out;
+          }
+          for (li = 0; li <= L && !p.oom; li++) list[li] = get(&p, per, "foreach temporaries (exp_avg_sq.sqrt())");
+          put_all(&p, list, (int)L + 1);
+          gpuplan__free(ctx, list);
+        }
+        (void)t1;
+      } else {
+        uint64_t t1 = get(&p, p.mem.item[GPUPLAN_MEM_OPT_STEP].bytes / 2.0, "optimizer temporary (denominator)");
+        uint64_t t2 = get(&p, p.mem.item[GPUPLAN_MEM_OPT_STEP].bytes / 2.0, "optimizer temporary (update)");
+        put(&p, t2);
+        put(&p, t1);
+      }
+    }
     if (p.oom) break;
-    if (sim->set_to_none) {
+    if (!persist) {
       /* zero_grad(set_to_none=True): the gradients are freed. */
       for (li = L - 1; li >= 0; li--) put_all(&p, ga + li * p.nw, p.nw);
       put(&p, extra_g);
@@ -393,10 +473,12 @@ int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan
     }
     out->steps_done = step;
   }
+finish:
   if (p.oom < 0) {
     rc = gpuplan__nomem(ctx);
     goto out;
   }
+  if (rc) goto out;
   {
     const gpuplan_alloc_stats *st = gpuplan_cachealloc_stats(p.a);
     out->peak_allocated = (uint64_t)st->allocated_bytes[0].peak;
@@ -410,6 +492,7 @@ int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan
   (void)buckets;
   (void)extra_m;
   (void)extra_o;
+  (void)adapters;
   rc = GPUPLAN_OK;
   if (tr.rec && (rc = gpuplan_snapshot_write(p.a, tr.rec, sim->snapshot_path))) goto out;
   gpuplan__clear(ctx);
@@ -422,4 +505,94 @@ out:
   gpuplan__free(ctx, acts);
   gpuplan_cachealloc_free(p.a);
   return rc;
+}
+
+/* A traced module: its parameters, the saved tensors in CHUNKS pieces, the
+ * forward's temporaries and outputs, backward's working set, the step. */
+static int module_program(prog *p, const gpuplan_simulate_options *sim, gpuplan_simulate_result *out) {
+  const gpuplan_memory_options *o = p->o;
+  const gpuplan_module_desc *md = &o->module;
+  double b = (double)o->micro_batch;
+  uint64_t w[CHUNKS], g[CHUNKS], mst[CHUNKS], st[2 * CHUNKS], act[CHUNKS], in = 0, prev = 0, tmp;
+  uint64_t prev_in = 0, prev_act[CHUNKS];
+  int64_t step;
+  int i, grads = 0, states = 0, persist = gpuplan__grads_persist(o) || !sim->set_to_none;
+  int use_prev = gpuplan__prev_logits(o);
+  (void)out;
+  memset(w, 0, sizeof w);
+  memset(g, 0, sizeof g);
+  memset(mst, 0, sizeof mst);
+  memset(st, 0, sizeof st);
+  memset(prev_act, 0, sizeof prev_act);
+  p->phase = "setup";
+  for (i = 0; i < CHUNKS; i++) w[i] = get(p, (double)p->mem.item[GPUPLAN_MEM_WEIGHTS].bytes / CHUNKS, "parameters");
+  for (i = 0; i < CHUNKS; i++) mst[i] = get(p, (double)p->mem.item[GPUPLAN_MEM_MASTER].bytes / CHUNKS, "fp32 master weights");
+  if (o->workload == GPUPLAN_INFER || o->phase == GPUPLAN_PHASE_FORWARD) {
+    /* A loop of forwards (x = next batch; y = model(x)): the previous
+     * output is released when the new one is bound; with autograd on, its
+     * graph keeps the previous input and saved tensors alive until then. */
+    int graph = o->workload == GPUPLAN_TRAIN;
+    double b2 = o->workload == GPUPLAN_INFER ? (double)o->batch : b;
+    for (step = 1; step <= sim->steps && !p->oom; step++) {
+      p->step = step;
+      p->phase = "forward";
+      in = get(p, md->in_bytes * b2, "input batch");
+      if (!graph) {
+        put(p, prev_in);
+        prev_in = 0;
+      }
+      for (i = 0; i < CHUNKS && graph; i++) act[i] = get(p, md->act_bytes * b2 / CHUNKS, "saved activations");
+      tmp = get(p, md->fwd_extra_bytes * b2, "forward temporaries");
+      put(p, tmp);
+      tmp = get(p, md->out_bytes * b2, "outputs");
+      if (!use_prev) {
+        put(p, tmp);
+        tmp = 0;
+      }
+      put(p, prev);
+      put(p, prev_in);
+      for (i = CHUNKS - 1; i >= 0 && graph; i--) put(p, prev_act[i]);
+      prev = tmp;
+      prev_in = in;
+      if (graph) memcpy(prev_act, act, sizeof act);
+      if (!p->oom) out->steps_done = step;
+    }
+    return GPUPLAN_OK;
+  }
+  for (step = 1; step <= sim->steps && !p->oom; step++) {
+    p->step = step;
+    p->phase = "forward";
+    in = get(p, md->in_bytes * b, "input batch");
+    for (i = 0; i < CHUNKS; i++) act[i] = get(p, md->act_bytes * b / CHUNKS, "saved activations");
+    tmp = get(p, md->fwd_extra_bytes * b, "forward temporaries");
+    put(p, tmp);
+    tmp = get(p, md->out_bytes * b, "outputs and loss");
+    put(p, prev);
+    prev = 0;
+    p->phase = "backward";
+    {
+      uint64_t bw = get(p, md->bwd_extra_bytes * b, "activation gradients");
+      if (!grads)
+        for (i = 0; i < CHUNKS; i++) g[i] = get(p, (double)p->mem.item[GPUPLAN_MEM_GRADIENTS].bytes / CHUNKS, "gradients");
+      grads = 1;
+      for (i = CHUNKS - 1; i >= 0; i--) put(p, act[i]);
+      put(p, bw);
+    }
+    put(p, in);
+    if (use_prev) prev = tmp;
+    else put(p, tmp);
+    p->phase = "optimizer step";
+    if (!states)
+      for (i = 0; i < 2 * CHUNKS; i++)
+        st[i] = get(p, (double)p->mem.item[GPUPLAN_MEM_OPTIMIZER].bytes / (2 * CHUNKS), "optimizer states");
+    states = 1;
+    tmp = get(p, (double)p->mem.item[GPUPLAN_MEM_OPT_STEP].bytes, "optimizer-step temporaries");
+    put(p, tmp);
+    if (!persist) {
+      for (i = CHUNKS - 1; i >= 0; i--) put(p, g[i]);
+      grads = 0;
+    }
+    if (!p->oom) out->steps_done = step;
+  }
+  return GPUPLAN_OK;
 }

@@ -12,7 +12,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #if defined(__unix__) || defined(__APPLE__)
 #  include <pthread.h>
@@ -20,17 +19,16 @@
 #  define GPUPLAN_SEARCH_THREADS 1
 #endif
 
-#include "common/internal.h"
-
-int gpuplan__perf_eval(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_cluster *c,
-                       const gpuplan_memory_options *o, int64_t global_batch, double train_tokens,
-                       const gpuplan_perf_constants *k, double params_rank, gpuplan_perf *out);
+#include "plan/perf_int.h"
 
 /* The choices of the inner dimensions. */
 static const gpuplan_recompute recs[] = {GPUPLAN_RECOMPUTE_NONE, GPUPLAN_RECOMPUTE_SELECTIVE,
                                          GPUPLAN_RECOMPUTE_FULL};
-static const gpuplan_dp_mode modes[] = {GPUPLAN_DP_DDP,          GPUPLAN_DP_ZERO1,       GPUPLAN_DP_ZERO2,
-                                        GPUPLAN_DP_ZERO3,        GPUPLAN_DP_FSDP_GRAD_OP, GPUPLAN_DP_FSDP_HYBRID};
+static const gpuplan_dp_mode modes[] = {GPUPLAN_DP_DDP,       GPUPLAN_DP_ZERO1,        GPUPLAN_DP_ZERO2,
+                                        GPUPLAN_DP_ZERO3,     GPUPLAN_DP_FSDP_FULL,    GPUPLAN_DP_FSDP_GRAD_OP,
+                                        GPUPLAN_DP_FSDP_HYBRID};
+/* offload: none, optimizer states (ZeRO-Offload), + parameters (ZeRO-Infinity, ZeRO-3 only) */
+#define NOFF 3
 #define NRECS (sizeof recs / sizeof recs[0])
 #define NMODES (sizeof modes / sizeof modes[0])
 #define MAX_MB 48   /* micro-batch sizes tried: every divisor up to the 48th */
@@ -39,7 +37,7 @@ static const gpuplan_dp_mode modes[] = {GPUPLAN_DP_DDP,          GPUPLAN_DP_ZERO
  * many tokens (below it the ring exchange outweighs the attention it
  * shares; Megatron-Core's CP guidance starts at 8k sequences, this bound
  * lets the search weigh shorter ones). */
-#define CP_MIN_TOKENS 1024
+#define CP_MIN_TOKENS 512
 
 /* One outer task: (tp, cp, pp, stage split). */
 typedef struct task {
@@ -58,7 +56,7 @@ typedef struct shared {
   const gpuplan_gpu *g;
   const gpuplan_memory_options *base;
   gpuplan_objective obj;
-  gpuplan_perf_constants k_off, k_on; /* TP overlap off / on */
+  gpuplan_perf_constants k[2][2];     /* [TP overlap off/on][DP overlap off/on] */
   int overlap_choice;                 /* the framework can overlap TP */
   int fixed_mode, fixed_rec;
   int64_t G, s;
@@ -113,10 +111,11 @@ static size_t divisors(int64_t x, int64_t *out) {
  * GPU, no micro-batch or recompute choice can fit.
  */
 static double states_lower_bound(const gpuplan_model *m, const task *tk, gpuplan_dp_mode mode, int offload) {
+  /* offload 2 moves the parameter shards too */
   double P = gpuplan_model_params(m), per_layer = P / (double)m->layers, n = (double)(tk->dp * tk->cp);
   double most = (double)(tk->first > 0 ? (tk->first > tk->last ? tk->first : tk->last)
                                       : (m->layers + tk->pp - 1) / tk->pp);
-  double Pr = most * per_layer / (double)tk->tp, w = 2, gr = 2, opt = offload ? 0 : 12;
+  double Pr = most * per_layer / (double)tk->tp, w = offload == 2 ? 0 : 2, gr = 2, opt = offload ? 0 : 12;
   switch (mode) {
   case GPUPLAN_DP_DDP: break;
   case GPUPLAN_DP_ZERO1: opt /= n; break;
@@ -149,38 +148,46 @@ static void run_task(worker *w, size_t ti) {
   size_t nmb = divisors(sh->G / dp, mbs), nvpp = vpp_choices(m, tk, vpps), im, ir, id, iv;
   uint64_t seq = (uint64_t)ti << 32, local = 0, inner;
   int nsp = tk->tp > 1 ? 2 : 1, nov = tk->tp > 1 && sh->overlap_choice ? 2 : 1;
+  int ndo = dp * tk->cp > 1 ? 2 : 1; /* data-parallel overlap off / on */
   gpuplan_memory mem;
   gpuplan_candidate cand;
   double cap = (double)sh->g->memory_bytes;
   size_t nmodes = dp * tk->cp > 1 && !sh->fixed_mode ? NMODES : 1, nrec = sh->fixed_rec ? 1 : NRECS;
   int off, isp;
   /* inner combinations per (mode, offload): micro-batch x vpp x recompute x sp x overlap */
-  inner = (uint64_t)nmb * nvpp * nrec * (uint64_t)nsp * (uint64_t)nov;
+  inner = (uint64_t)nmb * nvpp * nrec * (uint64_t)nsp * (uint64_t)nov * (uint64_t)ndo;
   for (id = 0; id < nmodes; id++) {
     gpuplan_dp_mode mode = sh->fixed_mode ? sh->base->dp_mode : dp * tk->cp > 1 ? modes[id] : GPUPLAN_DP_DDP;
-    for (off = 0; off < 2; off++) {
+    for (off = 0; off < NOFF; off++) {
       w->st.candidates += inner;
       if (mode == GPUPLAN_DP_FSDP_HYBRID && dp * tk->cp <= sh->cl->gpus_per_node / tk->tp) {
         w->st.invalid += inner; /* the shard group is the whole dp group: that is FULL_SHARD */
+        continue;
+      }
+      if (off == 2 && mode != GPUPLAN_DP_ZERO3 && mode != GPUPLAN_DP_FSDP_FULL) {
+        w->st.invalid += inner; /* parameters offload only where parameters are sharded */
         continue;
       }
       if (states_lower_bound(m, tk, mode, off) > cap) {
         w->st.pruned += inner;
         continue;
       }
-      for (im = 0; im < nmb; im++) {
-        int64_t mb = mbs[im], M = sh->G / (dp * mb);
-        for (iv = 0; iv < nvpp; iv++) {
-          int64_t v = vpps[iv];
-          /* Megatron interleaving: micro-batches a multiple of pp */
-          if (v > 1 && M % tk->pp) {
-            w->st.invalid += (uint64_t)nrec * (uint64_t)nsp * (uint64_t)nov;
-            continue;
-          }
-          for (ir = 0; ir < nrec; ir++) {
-            for (isp = 0; isp < nsp; isp++) {
+      /* Micro-batch sizes ascending, innermost: memory grows with the
+       * micro-batch, so once one does not fit, the larger ones do not either
+       * (counted as pruned without evaluation). */
+      for (iv = 0; iv < nvpp; iv++) {
+        int64_t v = vpps[iv];
+        for (ir = 0; ir < nrec; ir++) {
+          for (isp = 0; isp < nsp; isp++) {
+            for (im = 0; im < nmb; im++) {
+              int64_t mb = mbs[im], M = sh->G / (dp * mb);
               gpuplan_memory_options o = *sh->base;
               int iov;
+              /* Megatron interleaving: micro-batches a multiple of pp */
+              if (v > 1 && M % tk->pp) {
+                w->st.invalid += (uint64_t)(nov * ndo);
+                continue;
+              }
               o.tp = tk->tp;
               o.pp = tk->pp;
               o.cp = tk->cp;
@@ -195,20 +202,21 @@ static void run_task(worker *w, size_t ti) {
               o.shard_group = mode == GPUPLAN_DP_FSDP_HYBRID ? sh->cl->gpus_per_node / tk->tp : 0;
               o.first_stage_layers = tk->first;
               o.last_stage_layers = tk->last;
-              o.offload_optimizer = off;
-              o.offload_params = 0;
+              o.offload_optimizer = off > 0;
+              o.offload_params = off == 2;
               if (o.flash_attention < 0) o.flash_attention = 1;
               w->st.evaluated++;
               if (gpuplan_memory_eval(ctx, m, sh->g, &o, GPUPLAN_STAGE_WORST, &mem) != GPUPLAN_OK) {
-                w->st.invalid += (uint64_t)nov;
+                w->st.invalid += (uint64_t)(nov * ndo);
                 continue;
               }
               if (!mem.fits) {
-                w->st.too_big += (uint64_t)nov;
-                continue;
+                w->st.too_big += (uint64_t)(nov * ndo);
+                w->st.pruned += (uint64_t)(nmb - im - 1) * (uint64_t)(nov * ndo);
+                break;
               }
-              for (iov = 0; iov < nov; iov++) {
-                const gpuplan_perf_constants *k = iov ? &sh->k_on : &sh->k_off;
+              for (iov = 0; iov < nov * ndo; iov++) {
+                const gpuplan_perf_constants *k = &sh->k[iov % nov][ndo == 2 ? iov / nov : 1];
                 if (gpuplan__perf_eval(ctx, m, sh->cl, &o, sh->G, 0, k, mem.params_rank, &cand.perf) != GPUPLAN_OK) {
                   w->st.invalid++;
                   continue;
@@ -217,7 +225,8 @@ static void run_task(worker *w, size_t ti) {
                 cand.options = o;
                 cand.memory_bytes = mem.total;
                 cand.capacity = mem.capacity;
-                cand.tp_overlap = iov;
+                cand.tp_overlap = iov % nov;
+                cand.dp_overlap = ndo == 2 ? iov / nov : 1;
                 cand.tied_with_first = 0;
                 cand.score = score_of(&cand.perf, sh->obj);
                 cand.why[0] = '\0';
@@ -336,19 +345,26 @@ int gpuplan_search_ex(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_cl
   sh.G = G;
   sh.fixed_mode = so->fixed_dp_mode;
   sh.fixed_rec = so->fixed_recompute;
-  if (so->k) sh.k_off = *so->k;
-  else gpuplan_perf_constants_framework(so->framework, &sh.k_off);
-  sh.k_on = sh.k_off;
   {
     /* TP overlap as a choice where the framework has it (Megatron's
-     * --tp-comm-overlap, NeMo, MaxText's collective matmul): NeMo's value */
-    gpuplan_perf_constants nemo;
+     * --tp-comm-overlap, NeMo, MaxText's collective matmul, torchtitan's
+     * async TP): the framework's value, else NeMo's; DP overlap off / on. */
+    gpuplan_perf_constants base_k, nemo;
+    int a, d;
+    if (so->k) base_k = *so->k;
+    else gpuplan_perf_constants_framework(so->framework, &base_k);
     gpuplan_perf_constants_framework(GPUPLAN_FW_NEMO, &nemo);
-    sh.overlap_choice = sh.k_off.framework == GPUPLAN_FW_MEGATRON || sh.k_off.framework == GPUPLAN_FW_NEMO ||
-                        sh.k_off.framework == GPUPLAN_FW_MAXTEXT || sh.k_off.framework == GPUPLAN_FW_TORCHTITAN;
-    sh.k_off.tp_overlap = 0;
-    sh.k_on.tp_overlap = so->k && so->k->tp_overlap > 0 ? so->k->tp_overlap
-                       : sh.k_on.tp_overlap > 0 ? sh.k_on.tp_overlap : nemo.tp_overlap;
+    sh.overlap_choice = base_k.framework == GPUPLAN_FW_MEGATRON || base_k.framework == GPUPLAN_FW_NEMO ||
+                        base_k.framework == GPUPLAN_FW_MAXTEXT || base_k.framework == GPUPLAN_FW_TORCHTITAN;
+    for (a = 0; a < 2; a++)
+      for (d = 0; d < 2; d++) {
+        sh.k[a][d] = base_k;
+        sh.k[a][d].tp_overlap = a ? (base_k.tp_overlap > 0 ? base_k.tp_overlap : nemo.tp_overlap) : 0;
+        sh.k[a][d].dp_overlap = d;
+      }
+    if (!sh.overlap_choice) {
+      sh.k[0][0].tp_overlap = sh.k[0][1].tp_overlap = base_k.tp_overlap;
+    }
   }
   gpus = cl->gpus_per_node * cl->nodes;
   sh.g = cl->gpu;
@@ -451,9 +467,10 @@ int gpuplan_search_ex(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_cl
     for (i = 0; i < ntasks; i++) {
       int64_t tmp[MAX_MB], vtmp[MAX_VPP];
       uint64_t nsp = sh.tasks[i].tp > 1 ? 2 : 1, nov = sh.tasks[i].tp > 1 && sh.overlap_choice ? 2 : 1;
+      uint64_t ndo = sh.tasks[i].dp * sh.tasks[i].cp > 1 ? 2 : 1;
       uint64_t nmodes = sh.tasks[i].dp * sh.tasks[i].cp > 1 && !sh.fixed_mode ? NMODES : 1;
-      sh.total += divisors(G / sh.tasks[i].dp, tmp) * (uint64_t)vpp_choices(m, &sh.tasks[i], vtmp) * (sh.fixed_rec ? 1 : NRECS) * nsp * nov *
-                  nmodes * 2;
+      sh.total += divisors(G / sh.tasks[i].dp, tmp) * (uint64_t)vpp_choices(m, &sh.tasks[i], vtmp) *
+                  (sh.fixed_rec ? 1 : NRECS) * nsp * nov * ndo * nmodes * NOFF;
     }
 #if GPUPLAN_SEARCH_THREADS
     {
@@ -461,44 +478,30 @@ int gpuplan_search_ex(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_cl
       for (i = 1; i < nw; i++)
         if (pthread_create(&tids[i], NULL, work, &ws[i]) == 0) started = i;
         else break;
-      if (progress) {
-        /* The caller's callback runs on this thread only: poll. */
-        for (;;) {
-          uint64_t done;
-          int finished;
-          struct timespec ts = {0, 2000000};
+      /* This thread works too, a task at a time; the caller's callback
+       * runs here only, between tasks. */
+      for (;;) {
+        size_t ti;
+        uint64_t done;
+        pthread_mutex_lock(&sh.lock);
+        ti = sh.stop ? sh.ntasks : sh.next < sh.ntasks ? sh.next++ : sh.ntasks;
+        pthread_mutex_unlock(&sh.lock);
+        if (ti >= sh.ntasks) break;
+        {
+          uint64_t before = ws[0].st.candidates;
+          run_task(&ws[0], ti);
           pthread_mutex_lock(&sh.lock);
+          sh.done += ws[0].st.candidates - before;
           done = sh.done;
-          finished = sh.next >= sh.ntasks;
           pthread_mutex_unlock(&sh.lock);
-          if (progress(payload, done, sh.total)) {
-            pthread_mutex_lock(&sh.lock);
-            sh.stop = 1;
-            pthread_mutex_unlock(&sh.lock);
-            rc = gpuplan__error(ctx, GPUPLAN_EINTERRUPTED, "search: stopped by the caller");
-            break;
-          }
-          if (finished) break;
-          if (started == 0) {
-            /* no worker thread: work here, a task at a time */
-            size_t ti;
-            pthread_mutex_lock(&sh.lock);
-            ti = sh.next < sh.ntasks ? sh.next++ : sh.ntasks;
-            pthread_mutex_unlock(&sh.lock);
-            if (ti < sh.ntasks) {
-              uint64_t before = ws[0].st.candidates;
-              run_task(&ws[0], ti);
-              pthread_mutex_lock(&sh.lock);
-              sh.done += ws[0].st.candidates - before;
-              pthread_mutex_unlock(&sh.lock);
-            }
-            continue;
-          }
-          nanosleep(&ts, NULL);
         }
-        if (!rc) work(&ws[0]);
-      } else {
-        work(&ws[0]);
+        if (progress && progress(payload, done, sh.total)) {
+          pthread_mutex_lock(&sh.lock);
+          sh.stop = 1;
+          pthread_mutex_unlock(&sh.lock);
+          rc = gpuplan__error(ctx, GPUPLAN_EINTERRUPTED, "search: stopped by the caller");
+          break;
+        }
       }
       for (i = 1; i <= started; i++) pthread_join(tids[i], NULL);
       if (!rc && progress && progress(payload, sh.total, sh.total))

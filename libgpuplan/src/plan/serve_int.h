@@ -64,6 +64,7 @@ typedef struct gpuplan__serve_k {
   double fp8_rel;        /* FP8/INT8 W8A8 GEMMs relative to gemm_eff */
   double fp4_rel;        /* NVFP4 GEMMs relative to gemm_eff */
   double w4_rel;         /* W4A16 (AWQ/GPTQ, Marlin-class) GEMMs relative to gemm_eff, large batch */
+  double moe_rel;        /* routed-expert (grouped) GEMMs relative to gemm_eff */
   double overlap_p;      /* p-norm combining memory and compute time of an iteration (1: sum, inf: max) */
   double gemm_half_tokens; /* tokens per iteration at which GEMM efficiency halves */
   double seq_s;          /* per running sequence per iteration: sampling, scheduling, detokenising */
@@ -75,7 +76,7 @@ typedef struct gpuplan__serve_k {
   double pcie_hop_s;     /* one ring hop of an all-reduce over PCIe */
   double nvlink_eff;     /* share of the NVLink fabric's bandwidth an all-reduce reaches */
   double pcie_eff;       /* share of the PCIe fabric's bandwidth an all-reduce reaches */
-  double trt_kv_eff;     /* TensorRT-LLM: KV pool actually used relative to the documented free fraction */
+  double trt_kv_eff;     /* TensorRT-LLM: share of the KV pool its scheduler fills with running requests */
   double cpu_bw_per_vcpu; /* CPU serving: sustained DRAM bandwidth per vCPU, B/s */
   double cpu_eff;        /* CPU serving: share of the vector FP32 peak GEMMs reach */
   double pp_eff;         /* pipeline-parallel serving: share of ideal stage overlap */
@@ -121,7 +122,6 @@ typedef struct gpuplan__shw {
   double link_lat;             /* its per-hop latency (catalog) */
   const char *link_name;       /* the fabric id: nvswitch4, nvlink3, pcie4, ... */
   int link_nvlink;             /* 1: NVLink/NVSwitch; 0: PCIe */
-  int p2p;                     /* PCIe peer-to-peer (0: through host memory) */
   int gpus_per_node;           /* GPUs in one node (TP stays inside it) */
   double price_per_gpu_hour;   /* NaN: unknown */
   double price_node_hour;      /* the node's price; NaN unknown */
@@ -206,8 +206,9 @@ typedef struct gpuplan__smem {
 int gpuplan__serve_memory(gpuplan_ctx *ctx, const gpuplan__scfg *c, gpuplan__smem *out);
 /* Bytes per token of KV per GPU (0 for encoders). */
 double gpuplan__kv_per_token(const gpuplan__scfg *c);
-/* Weight bytes per GPU. */
+/* Weight bytes per GPU, and of them the routed experts'. */
 double gpuplan__weights_per_gpu(const gpuplan__scfg *c);
+double gpuplan__expert_bytes_per_gpu(const gpuplan__scfg *c);
 
 /* --- speed ------------------------------------------------------------------- */
 

@@ -6,6 +6,15 @@
  * The writer emits protocol 2 with the plainest opcodes (no memo): dicts,
  * lists, tuples, str, int, float, bool and None, as MemoryViz.js's own
  * unpickler and gpuplan's reader both accept.
+ *
+ * Every trace entry and block carries frames (review AL-4): the frame the
+ * caller set while it was recorded (gpuplan_recorder_set_frame: the layer
+ * and op of a step program), else one naming gpuplan, so that the viewer
+ * never shows "This block has no frames".  time_us is written only when
+ * the caller gave times (gpuplan_recorder_set_time): a made-up clock would
+ * be read as real.  A trace longer than the reader takes (its value limit,
+ * pickle.h) is written as its last entries, as PyTorch's ring buffer
+ * (_record_memory_history(max_entries=N)) keeps them (review L11).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -13,11 +22,25 @@
 #include <string.h>
 
 #include "alloc/alloc_int.h"
+#include "replay/pickle.h"
+
+/* A frame as the viewer shows it. */
+typedef struct rframe {
+  char *name, *filename;
+  int line;
+} rframe;
 
 struct gpuplan_recorder {
   gpuplan_ctx *ctx;
   gpuplan_alloc_event *ev;
+  uint32_t *frame;   /* per event: index into frames + 1, 0 for none */
+  int64_t *time;     /* per event, when times were given */
   size_t n, cap;
+  rframe *frames;
+  size_t nframes, capframes;
+  uint32_t cur_frame;
+  int64_t cur_time;
+  int timed;
   int failed;
 };
 
@@ -35,11 +58,60 @@ int gpuplan_recorder_new(gpuplan_ctx *ctx, gpuplan_recorder **out) {
 
 void gpuplan_recorder_free(gpuplan_recorder *r) {
   gpuplan_ctx *ctx;
+  size_t i;
   if (!r) return;
   ctx = r->ctx;
+  for (i = 0; i < r->nframes; i++) {
+    gpuplan__free(ctx, r->frames[i].name);
+    gpuplan__free(ctx, r->frames[i].filename);
+  }
+  gpuplan__free(ctx, r->frames);
+  gpuplan__free(ctx, r->frame);
+  gpuplan__free(ctx, r->time);
   gpuplan__free(ctx, r->ev);
   gpuplan__free(ctx, r);
   gpuplan__ctx_unref(ctx);
+}
+
+int gpuplan_recorder_set_frame(gpuplan_recorder *r, const char *name, const char *filename, int line) {
+  size_t i;
+  rframe *f;
+  if (!r) return GPUPLAN_EMISUSE;
+  if (!name) {
+    r->cur_frame = 0;
+    return GPUPLAN_OK;
+  }
+  if (!filename) filename = "";
+  for (i = r->nframes; i-- > 0;) /* a program repeats its steps: reuse */
+    if (r->frames[i].line == line && strcmp(r->frames[i].name, name) == 0 &&
+        strcmp(r->frames[i].filename, filename) == 0) {
+      r->cur_frame = (uint32_t)i + 1;
+      return GPUPLAN_OK;
+    }
+  if (r->nframes == r->capframes) {
+    size_t ncap = r->capframes ? r->capframes * 2 : 64;
+    rframe *nf = gpuplan__realloc(r->ctx, r->frames, ncap * sizeof *nf);
+    if (!nf) return gpuplan__nomem(r->ctx);
+    r->frames = nf;
+    r->capframes = ncap;
+  }
+  f = &r->frames[r->nframes];
+  f->name = gpuplan__strdup(r->ctx, name);
+  f->filename = gpuplan__strdup(r->ctx, filename);
+  f->line = line;
+  if (!f->name || !f->filename) {
+    gpuplan__free(r->ctx, f->name);
+    gpuplan__free(r->ctx, f->filename);
+    return gpuplan__nomem(r->ctx);
+  }
+  r->cur_frame = (uint32_t)++r->nframes;
+  return GPUPLAN_OK;
+}
+
+void gpuplan_recorder_set_time(gpuplan_recorder *r, int64_t time_us) {
+  if (!r) return;
+  r->cur_time = time_us;
+  r->timed = 1;
 }
 
 void gpuplan_recorder_trace(void *payload, const gpuplan_alloc_event *ev) {
@@ -48,13 +120,29 @@ void gpuplan_recorder_trace(void *payload, const gpuplan_alloc_event *ev) {
   if (r->n == r->cap) {
     size_t ncap = r->cap ? r->cap * 2 : 1024;
     gpuplan_alloc_event *ne = gpuplan__realloc(r->ctx, r->ev, ncap * sizeof *ne);
+    uint32_t *nf;
+    int64_t *nt;
     if (!ne) {
       r->failed = 1;
       return;
     }
     r->ev = ne;
+    nf = gpuplan__realloc(r->ctx, r->frame, ncap * sizeof *nf);
+    if (!nf) {
+      r->failed = 1;
+      return;
+    }
+    r->frame = nf;
+    nt = gpuplan__realloc(r->ctx, r->time, ncap * sizeof *nt);
+    if (!nt) {
+      r->failed = 1;
+      return;
+    }
+    r->time = nt;
     r->cap = ncap;
   }
+  r->frame[r->n] = r->cur_frame;
+  r->time[r->n] = r->cur_time;
   r->ev[r->n++] = *ev;
 }
 
@@ -64,11 +152,25 @@ size_t gpuplan_recorder_count(const gpuplan_recorder *r) { return r ? r->n : 0; 
 
 typedef struct pw {
   gpuplan__buf b;
+  int dry;        /* count only */
+  size_t pushes;  /* values the reader will push (pickle.c counts the same) */
 } pw;
+
+static void put(pw *w, const void *p, size_t n) {
+  if (!w->dry) gpuplan__buf_put(&w->b, p, n);
+}
+
+/* A byte that is an opcode's argument, not an opcode. */
+static void byte(pw *w, int c) {
+  char ch = (char)c;
+  put(w, &ch, 1);
+}
 
 static void op(pw *w, int c) {
   char ch = (char)c;
-  gpuplan__buf_put(&w->b, &ch, 1);
+  /* the opcodes that push a value; MARK, SETITEMS, APPENDS, STOP do not */
+  if (c == '}' || c == ']' || c == 0x88 || c == 0x89 || c == 0x86 || c == 'N') w->pushes++;
+  put(w, &ch, 1);
 }
 
 static void u32(pw *w, uint32_t v) {
@@ -77,17 +179,19 @@ static void u32(pw *w, uint32_t v) {
   b[1] = (char)((v >> 8) & 0xff);
   b[2] = (char)((v >> 16) & 0xff);
   b[3] = (char)((v >> 24) & 0xff);
-  gpuplan__buf_put(&w->b, b, 4);
+  put(w, b, 4);
 }
 
 static void str(pw *w, const char *s) {
   size_t n = strlen(s);
   op(w, 'X'); /* BINUNICODE */
+  w->pushes++;
   u32(w, (uint32_t)n);
-  gpuplan__buf_put(&w->b, s, n);
+  put(w, s, n);
 }
 
 static void integer(pw *w, int64_t v) {
+  w->pushes++;
   if (v >= INT32_MIN && v <= INT32_MAX) {
     op(w, 'J'); /* BININT */
     u32(w, (uint32_t)(int32_t)v);
@@ -102,8 +206,8 @@ static void integer(pw *w, int64_t v) {
       n--;
     if (v >= 0 && (b[n - 1] & 0x80)) b[n++] = 0;
     op(w, 0x8a);
-    op(w, n);
-    gpuplan__buf_put(&w->b, b, (size_t)n);
+    byte(w, n);
+    put(w, b, (size_t)n);
   }
 }
 
@@ -114,7 +218,8 @@ static void real(pw *w, double d) {
   memcpy(&u, &d, 8);
   for (i = 0; i < 8; i++) b[i] = (unsigned char)(u >> (56 - 8 * i)); /* big-endian */
   op(w, 'G'); /* BINFLOAT */
-  gpuplan__buf_put(&w->b, (const char *)b, 8);
+  w->pushes++;
+  put(w, (const char *)b, 8);
 }
 
 #define KEY(w, k) str(w, k)
@@ -127,21 +232,111 @@ static const char *const action_names[] = {"alloc", "free_requested", "free_comp
                                            "segment_alloc", "segment_free", "segment_map",
                                            "segment_unmap", "oom", "snapshot"};
 
+/* [{name, filename, line}] for frame index f (0: gpuplan's own). */
+static void frames(pw *w, const gpuplan_recorder *rec, uint32_t f) {
+  const rframe *fr = rec && f ? &rec->frames[f - 1] : NULL;
+  LIST_BEGIN(w);
+  DICT_BEGIN(w);
+  KEY(w, "name"); str(w, fr ? fr->name : "gpuplan: allocator model (no frame set for this allocation)");
+  KEY(w, "filename"); str(w, fr ? fr->filename : "gpuplan");
+  KEY(w, "line"); integer(w, fr ? fr->line : 0);
+  DICT_END(w);
+  LIST_END(w);
+}
+
+static void event(pw *w, const gpuplan_recorder *rec, size_t i) {
+  const gpuplan_alloc_event *e = &rec->ev[i];
+  DICT_BEGIN(w);
+  KEY(w, "action"); str(w, action_names[e->action]);
+  if (e->action == GPUPLAN_ACT_OOM) {
+    KEY(w, "device_free"); integer(w, (int64_t)e->device_free);
+  } else {
+    KEY(w, "addr"); integer(w, (int64_t)e->addr);
+  }
+  KEY(w, "size"); integer(w, (int64_t)e->size);
+  KEY(w, "stream"); integer(w, (int64_t)e->stream);
+  if (rec->timed) {
+    KEY(w, "time_us"); integer(w, rec->time[i]);
+  }
+  KEY(w, "frames"); frames(w, rec, rec->frame[i]);
+  DICT_END(w);
+}
+
+/* The frame of the allocation that made each block: the last alloc event
+ * at its address (a small open-addressing map, addr -> frame). */
+typedef struct fmap {
+  uint64_t *k;
+  uint32_t *v;
+  size_t cap;
+} fmap;
+
+static size_t fslot(uint64_t k, size_t cap) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1); }
+
+static int fmap_build(gpuplan_ctx *ctx, const gpuplan_recorder *rec, size_t from, fmap *m) {
+  size_t i, n = 0;
+  memset(m, 0, sizeof *m);
+  if (!rec) return GPUPLAN_OK;
+  for (i = from; i < rec->n; i++) n += rec->ev[i].action == GPUPLAN_ACT_ALLOC;
+  for (m->cap = 16; m->cap < 2 * n + 2; m->cap *= 2) {}
+  m->k = gpuplan__calloc(ctx, m->cap, sizeof *m->k);
+  m->v = gpuplan__calloc(ctx, m->cap, sizeof *m->v);
+  if (!m->k || !m->v) return gpuplan__nomem(ctx);
+  for (i = from; i < rec->n; i++) {
+    size_t j;
+    if (rec->ev[i].action != GPUPLAN_ACT_ALLOC || !rec->ev[i].addr) continue;
+    for (j = fslot(rec->ev[i].addr, m->cap); m->k[j] && m->k[j] != rec->ev[i].addr; j = (j + 1) & (m->cap - 1)) {}
+    m->k[j] = rec->ev[i].addr;
+    m->v[j] = rec->frame[i];
+  }
+  return GPUPLAN_OK;
+}
+
+static uint32_t fmap_get(const fmap *m, uint64_t k) {
+  size_t j;
+  if (!m->cap) return 0;
+  for (j = fslot(k, m->cap); m->k[j]; j = (j + 1) & (m->cap - 1))
+    if (m->k[j] == k) return m->v[j];
+  return 0;
+}
+
 int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, const char *path) {
   gpuplan_ctx *ctx;
   pw w;
-  size_t i, nseg, k;
+  size_t i, nseg, k, first = 0;
   FILE *f;
   int rc = GPUPLAN_OK;
   gpuplan_block_info *blocks = NULL;
   size_t bcap = 0;
+  fmap fm;
+  const gpuplan__pickle_limits lim = gpuplan__pickle_default_limits();
   if (!a) return GPUPLAN_EMISUSE;
-  ctx = a->ctx;
+  ctx = gpuplan__alloc_ctx(a);
   if (!path) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "snapshot write: path is NULL");
   if (rec && rec->failed) return gpuplan__error(ctx, GPUPLAN_ENOMEM, "out of memory (while recording the trace)");
+  memset(&w, 0, sizeof w);
+  memset(&fm, 0, sizeof fm);
+  /* The trace entries that fit the reader's value limit, from the end,
+   * with room for the segments (counted exactly below) kept aside: a
+   * first, dry pass over the entries. */
+  if (rec && rec->n) {
+    pw d;
+    size_t budget = lim.max_items / 10 * 9, used = 0;
+    memset(&d, 0, sizeof d);
+    d.dry = 1;
+    for (i = rec->n; i-- > 0;) {
+      d.pushes = 0;
+      event(&d, rec, i);
+      if (used + d.pushes > budget) {
+        first = i + 1;
+        break;
+      }
+      used += d.pushes;
+    }
+  }
   gpuplan__buf_init(&w.b, ctx);
+  if ((rc = fmap_build(ctx, rec, first, &fm))) goto done;
   op(&w, 0x80);
-  op(&w, 2); /* PROTO 2 */
+  byte(&w, 2); /* PROTO 2 */
   DICT_BEGIN(&w);
 
   KEY(&w, "segments");
@@ -171,7 +366,7 @@ int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, c
     KEY(&w, "segment_type"); str(&w, si.large ? "large" : "small");
     KEY(&w, "segment_pool_id"); integer(&w, 0); integer(&w, 0); op(&w, 0x86); /* TUPLE2 */
     KEY(&w, "is_expandable"); op(&w, si.expandable ? 0x88 : 0x89);
-    KEY(&w, "frames"); op(&w, ']');
+    KEY(&w, "frames"); frames(&w, rec, si.nblocks ? fmap_get(&fm, blocks[0].addr) : 0);
     KEY(&w, "blocks");
     LIST_BEGIN(&w);
     for (k = 0; k < si.nblocks; k++) {
@@ -180,7 +375,9 @@ int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, c
       KEY(&w, "size"); integer(&w, (int64_t)blocks[k].size);
       KEY(&w, "requested_size"); integer(&w, (int64_t)blocks[k].requested);
       KEY(&w, "state"); str(&w, blocks[k].state ? "active_allocated" : "inactive");
-      KEY(&w, "frames"); op(&w, ']');
+      KEY(&w, "frames");
+      if (blocks[k].state) frames(&w, rec, fmap_get(&fm, blocks[k].addr));
+      else op(&w, ']'); /* free: no allocation to name */
       DICT_END(&w);
     }
     LIST_END(&w);
@@ -191,21 +388,7 @@ int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, c
   KEY(&w, "device_traces");
   LIST_BEGIN(&w);
   LIST_BEGIN(&w);
-  for (i = 0; rec && i < rec->n; i++) {
-    const gpuplan_alloc_event *e = &rec->ev[i];
-    DICT_BEGIN(&w);
-    KEY(&w, "action"); str(&w, action_names[e->action]);
-    if (e->action == GPUPLAN_ACT_OOM) {
-      KEY(&w, "device_free"); integer(&w, (int64_t)e->device_free);
-    } else {
-      KEY(&w, "addr"); integer(&w, (int64_t)e->addr);
-    }
-    KEY(&w, "size"); integer(&w, (int64_t)e->size);
-    KEY(&w, "stream"); integer(&w, (int64_t)e->stream);
-    KEY(&w, "time_us"); integer(&w, (int64_t)(1700000000000000ll + (int64_t)i));
-    KEY(&w, "frames"); op(&w, ']');
-    DICT_END(&w);
-  }
+  for (i = first; rec && i < rec->n; i++) event(&w, rec, i);
   LIST_END(&w);
   LIST_END(&w);
 
@@ -232,7 +415,10 @@ int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, c
   DICT_END(&w);
   DICT_END(&w);
   op(&w, '.'); /* STOP */
-  gpuplan__free(ctx, blocks);
+  if (rc == GPUPLAN_OK && w.pushes > lim.max_items)
+    rc = gpuplan__error(ctx, GPUPLAN_EUNSUPPORTED,
+                        "snapshot %s: the allocator's %zu segments alone exceed what a snapshot reader takes", path,
+                        nseg);
   if (rc == GPUPLAN_OK && w.b.failed) rc = gpuplan__nomem(ctx);
   if (rc == GPUPLAN_OK) {
     f = fopen(path, "wb");
@@ -244,7 +430,11 @@ int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, c
     if (f && fclose(f) != 0 && rc == GPUPLAN_OK)
       rc = gpuplan__error(ctx, GPUPLAN_EIO, "snapshot %s: cannot write", path);
   }
+done:
   gpuplan__buf_dispose(&w.b);
+  gpuplan__free(ctx, blocks);
+  gpuplan__free(ctx, fm.k);
+  gpuplan__free(ctx, fm.v);
   if (rc == GPUPLAN_OK) gpuplan__clear(ctx);
   return rc;
 }

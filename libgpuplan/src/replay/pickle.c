@@ -978,10 +978,19 @@ done:
 
 /* --- entry points ---------------------------------------------------------- */
 
+gpuplan__pickle_limits gpuplan__pickle_default_limits(void) {
+  gpuplan__pickle_limits lim = GPUPLAN__PICKLE_LIMITS_INIT;
+#if defined(GPUPLAN_TESTING)
+  const char *v = getenv("GPUPLAN_TEST_PICKLE_MAX_ITEMS");
+  if (v && atol(v) > 0) lim.max_items = (size_t)atol(v);
+#endif
+  return lim;
+}
+
 int gpuplan__pickle_load_ex(gpuplan_ctx *ctx, const void *buf, size_t len,
                             const gpuplan__pickle_limits *limits, gpuplan__pickle *p,
                             const gpuplan__pv **root) {
-  gpuplan__pickle_limits defaults = GPUPLAN__PICKLE_LIMITS_INIT;
+  gpuplan__pickle_limits defaults = gpuplan__pickle_default_limits();
   loader l;
   gpuplan__pv *single;
   int rc = 0, stop = 0;

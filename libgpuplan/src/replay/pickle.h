@@ -73,6 +73,12 @@ typedef struct gpuplan__pickle_limits {
 
 #define GPUPLAN__PICKLE_LIMITS_INIT {200, 50000000}
 
+/* The limits a load without explicit ones applies, and that gpuplan's own
+ * snapshot writer keeps to (export.c): GPUPLAN__PICKLE_LIMITS_INIT, or in
+ * GPUPLAN_TESTING builds max_items from GPUPLAN_TEST_PICKLE_MAX_ITEMS, so
+ * that a test can reach the limit with a small file. */
+gpuplan__pickle_limits gpuplan__pickle_default_limits(void);
+
 /*
  * Parse buf[0..len) into *root.  p need not be initialised; after the call,
  * whether it succeeded or not, release it with gpuplan__pickle_free.  The

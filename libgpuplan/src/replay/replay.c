@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,26 +63,9 @@ static int blk_push(gpuplan_ctx *ctx, rseg *s, size_t at, rblock b) {
   return GPUPLAN_OK;
 }
 
-static void blk_erase(rseg *s, size_t at) {
-  memmove(s->b + at, s->b + at + 1, (s->n - at - 1) * sizeof *s->b);
-  s->n--;
-}
-
 static int seg_cmp_addr(const void *x, const void *y) {
   const rseg *a = x, *b = y;
   return a->addr < b->addr ? -1 : a->addr > b->addr;
-}
-
-/* Index of the segment containing addr, or -1. */
-static long seg_find(const rseg *v, size_t n, uint64_t addr) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (v[mid].addr + v[mid].size <= addr) lo = mid + 1;
-    else hi = mid;
-  }
-  if (lo < n && v[lo].addr <= addr && addr < v[lo].addr + v[lo].size) return (long)lo;
-  return -1;
 }
 
 /* Index of the block containing addr in s, or -1. */
@@ -109,16 +93,29 @@ static int field_u64(gpuplan_ctx *ctx, const gpuplan__pv *d, const char *key, co
   return GPUPLAN_OK;
 }
 
-static void conf_from_settings(gpuplan_ctx *ctx, const gpuplan__pv *set, gpuplan_alloc_conf *c) {
+/* The file's allocator_settings onto a conf; a value PyTorch itself would
+ * refuse is an error naming the field (review L6). */
+static int conf_from_settings(gpuplan_ctx *ctx, const gpuplan__pv *set, gpuplan_alloc_conf *c) {
   const gpuplan__pv *v;
   int64_t i;
   gpuplan_alloc_conf_parse(ctx, NULL, GPUPLAN_TORCH_LATEST, c);
-  if (!set || set->type != GPUPLAN__PV_DICT) return;
-  if (gpuplan__pv_int(gpuplan__pv_get(set, "max_split_size"), &i) == 0 && i > 0)
+  gpuplan__clear(ctx);
+  if (!set || set->type != GPUPLAN__PV_DICT) return GPUPLAN_OK;
+  if (gpuplan__pv_int(gpuplan__pv_get(set, "max_split_size"), &i) == 0 && i != -1) {
+    if (i < (int64_t)(20 << 20))
+      return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                            "snapshot: allocator_settings.max_split_size is %lld bytes; PyTorch takes -1 "
+                            "(unlimited) or at least 20 MiB (max_split_size_mb >= 20)", (long long)i);
     c->max_split_size = (uint64_t)i;
+  }
   v = gpuplan__pv_get(set, "garbage_collection_threshold");
-  if (v && v->type == GPUPLAN__PV_FLOAT && v->u.f > 0 && v->u.f < 1)
+  if (v && v->type == GPUPLAN__PV_FLOAT) {
+    if (!(v->u.f >= 0 && v->u.f < 1))
+      return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                            "snapshot: allocator_settings.garbage_collection_threshold is %g; it lies in [0, 1)",
+                            v->u.f);
     c->garbage_collection_threshold = v->u.f;
+  }
   if (gpuplan__pv_int(gpuplan__pv_get(set, "expandable_segments"), &i) == 0)
     c->expandable_segments = i != 0;
   v = gpuplan__pv_get(set, "roundup_power2_divisions");
@@ -127,9 +124,13 @@ static void conf_from_settings(gpuplan_ctx *ctx, const gpuplan__pv *set, gpuplan
     for (k = 0; k < v->u.dict.n; k++) {
       const char *key = gpuplan__pv_str(v->u.dict.keys[k]);
       int64_t d;
-      if (key && gpuplan__pv_int(v->u.dict.vals[k], &d) == 0 && d >= 0) {
+      if (key && gpuplan__pv_int(v->u.dict.vals[k], &d) == 0) {
         long mb = strtol(key, NULL, 10);
         int idx = 0;
+        if (d < 0 || d > 65536 || (d & (d - 1)))
+          return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                                "snapshot: allocator_settings.roundup_power2_divisions['%.20s'] is %lld; "
+                                "divisions are 0 or a power of two", key, (long long)d);
         while (mb > 1 && idx < 15) {
           mb >>= 1;
           idx++;
@@ -138,7 +139,7 @@ static void conf_from_settings(gpuplan_ctx *ctx, const gpuplan__pv *set, gpuplan
       }
     }
   }
-  gpuplan__clear(ctx);
+  return GPUPLAN_OK;
 }
 
 static int action_of(const char *s, gpuplan_alloc_action *out) {
@@ -154,7 +155,7 @@ static int action_of(const char *s, gpuplan_alloc_action *out) {
   return 0;
 }
 
-static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, gpuplan_snapshot *s) {
+static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t values, gpuplan_snapshot *s) {
   const gpuplan__pv *segs, *traces, *tr = NULL;
   size_t i, j;
   int64_t dev;
@@ -176,7 +177,7 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, gpupla
     if (tr->type != GPUPLAN__PV_LIST)
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: device_traces[%d] is not a list", device);
   }
-  conf_from_settings(ctx, gpuplan__pv_get(root, "allocator_settings"), &s->conf);
+  GPUPLAN_TRY(conf_from_settings(ctx, gpuplan__pv_get(root, "allocator_settings"), &s->conf));
   {
     const gpuplan__pv *set = gpuplan__pv_get(root, "allocator_settings");
     const char *text = set ? gpuplan__pv_str(gpuplan__pv_get(set, "PYTORCH_CUDA_ALLOC_CONF")) : NULL;
@@ -190,6 +191,23 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, gpupla
     s->facts.segments_all = segs->u.seq.n;
   }
 
+  /* A pickle may refer to one dict many times (memo references): 2,000
+   * references to a segment holding 2,000 references to a block are 4M
+   * blocks from a 5 KB file.  A torch snapshot never shares them, and
+   * every block it has cost the reader a value: more blocks than values
+   * is sharing, refused before anything is expanded (review M1). */
+  {
+    size_t total = 0;
+    for (i = 0; i < segs->u.seq.n; i++) {
+      const gpuplan__pv *blocks = gpuplan__pv_get(segs->u.seq.items[i], "blocks");
+      if (blocks && blocks->type == GPUPLAN__PV_LIST) total += blocks->u.seq.n;
+      if (total > values)
+        return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                              "snapshot: its segments or blocks are shared dicts (pickle memo references): "
+                              "%zu segments hold more blocks than the file has values (%zu); a torch "
+                              "snapshot never shares them", i + 1, values);
+    }
+  }
   /* Segments of this device. */
   s->segs = gpuplan__calloc(ctx, segs->u.seq.n ? segs->u.seq.n : 1, sizeof *s->segs);
   if (!s->segs) return gpuplan__nomem(ctx);
@@ -317,7 +335,7 @@ int gpuplan_snapshot_load_buffer(gpuplan_ctx *ctx, const void *buf, size_t len, 
   s->ctx = ctx;
   s->device = device;
   gpuplan__ctx_ref(ctx);
-  rc = convert(ctx, root, device, s);
+  rc = convert(ctx, root, device, p.values, s);
   gpuplan__pickle_free(&p);
   if (rc) {
     gpuplan_snapshot_free(s);
@@ -344,9 +362,23 @@ int gpuplan_snapshot_load(gpuplan_ctx *ctx, const char *path, int device, gpupla
     gpuplan__error_detail(ctx, e);
     return rc;
   }
+  {
+    /* A directory opens; its "size" is nonsense (review L6). */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+      fclose(f);
+      return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                            "snapshot %s: is a directory (give the .pickle torch.cuda.memory._dump_snapshot() "
+                            "wrote)", path);
+    }
+  }
   if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
     fclose(f);
     return gpuplan__error(ctx, GPUPLAN_EIO, "snapshot %s: cannot size the file", path);
+  }
+  if (len == 0) {
+    fclose(f);
+    return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot %s: the file is empty", path);
   }
   buf = gpuplan__malloc(ctx, (size_t)len + 1);
   if (!buf) {
@@ -806,17 +838,26 @@ static int rebuild(gpuplan_ctx *ctx, const gpuplan_snapshot *s, state *st, gpupl
 
 /* Install a state into a fresh allocator. */
 static int install(gpuplan_cachealloc *a, const state *st) {
-  size_t i, j;
-  for (i = 0; i < st->n; i++) {
+  gpuplan_ctx *ctx = gpuplan__alloc_ctx(a);
+  gpuplan__install_block *ib;
+  size_t i, j, most = 1;
+  int rc = GPUPLAN_OK;
+  for (i = 0; i < st->n; i++)
+    if (st->v[i]->n > most) most = st->v[i]->n;
+  if (!(ib = gpuplan__malloc(ctx, most * sizeof *ib))) return gpuplan__nomem(ctx);
+  for (i = 0; i < st->n && rc == GPUPLAN_OK; i++) {
     const rseg *g = st->v[i];
-    gpuplan__seg *seg = gpuplan__alloc_add_segment(a, g->addr, g->size, g->stream, g->small);
-    if (!seg) return gpuplan__nomem(a->ctx);
-    for (j = 0; j < g->n; j++)
-      GPUPLAN_TRY(gpuplan__alloc_add_block(a, seg, g->b[j].addr, g->b[j].size, g->b[j].requested,
-                                           g->b[j].allocated));
+    for (j = 0; j < g->n; j++) {
+      ib[j].addr = g->b[j].addr;
+      ib[j].size = g->b[j].size;
+      ib[j].requested = g->b[j].requested;
+      ib[j].allocated = g->b[j].allocated;
+    }
+    rc = gpuplan__alloc_install(a, g->addr, g->size, g->stream, g->small, ib, g->n);
   }
-  gpuplan__alloc_recount(a);
-  return GPUPLAN_OK;
+  gpuplan__free(ctx, ib);
+  if (rc == GPUPLAN_OK) gpuplan__alloc_installed(a);
+  return rc;
 }
 
 /* --- the exact-replay device -------------------------------------------------- */
@@ -864,7 +905,7 @@ static void rdev_info(void *payload, uint64_t *free_out, uint64_t *total_out) {
   *free_out = d->device_free;
   /* A snapshot does not record the card's capacity; what PyTorch held plus
    * what the driver still had free is the best lower bound. */
-  *total_out = d->device_free + (d->a ? (uint64_t)d->a->st.reserved_bytes[0].current : 0);
+  *total_out = d->device_free + (d->a ? (uint64_t)gpuplan_cachealloc_stats(d->a)->reserved_bytes[0].current : 0);
 }
 
 /* --- address map for what-if replays ---------------------------------------- */
@@ -975,8 +1016,8 @@ static int tl_push(gpuplan_ctx *ctx, gpuplan__replay_ext *x, const gpuplan_cache
     x->tl_reserved = nr;
     x->tl_cap = cap;
   }
-  x->tl_allocated[x->tl_n] = a->st.allocated_bytes[GPUPLAN_POOL_ALL].current;
-  x->tl_reserved[x->tl_n] = a->st.reserved_bytes[GPUPLAN_POOL_ALL].current;
+  x->tl_allocated[x->tl_n] = gpuplan_cachealloc_stats(a)->allocated_bytes[GPUPLAN_POOL_ALL].current;
+  x->tl_reserved[x->tl_n] = gpuplan_cachealloc_stats(a)->reserved_bytes[GPUPLAN_POOL_ALL].current;
   x->tl_n++;
   return GPUPLAN_OK;
 }
@@ -998,39 +1039,36 @@ static void track_peak(gpuplan_cachealloc *a, gpuplan_replay_result *r) {
 }
 
 /* Compare the allocator's final segments with the file's. */
-static void compare_final(gpuplan_cachealloc *a, const gpuplan_snapshot *s, gpuplan_replay_result *r) {
-  gpuplan__seg *g;
-  size_t n = 0, i;
-  for (g = a->segs; g; g = g->snext) n++;
-  if (n != s->nsegs) {
-    diverge(r, s->nev, "final state: %zu segments, the file has %zu", n, s->nsegs);
-    return;
-  }
-  for (g = a->segs; g; g = g->snext) {
-    long si = seg_find(s->segs, s->nsegs, g->addr);
-    const rseg *f;
-    gpuplan__blk *b;
-    if (si < 0 || s->segs[si].addr != g->addr || s->segs[si].size != g->size) {
+static int compare_final(gpuplan_cachealloc *a, const gpuplan_snapshot *s, gpuplan_replay_result *r) {
+  gpuplan_ctx *ctx = gpuplan__alloc_ctx(a);
+  gpuplan_segment_info *segs;
+  gpuplan_block_info *blocks, *b;
+  size_t n, i, k;
+  GPUPLAN_TRY(gpuplan__alloc_layout(a, &segs, &blocks, &n));
+  if (n != s->nsegs) diverge(r, s->nev, "final state: %zu segments, the file has %zu", n, s->nsegs);
+  for (i = 0, b = blocks; i < n && r->diverged_at == SIZE_MAX; b += segs[i].nblocks, i++) {
+    const gpuplan_segment_info *g = &segs[i];
+    const rseg *f = &s->segs[i];
+    if (f->addr != g->addr || f->size != g->total_size) {
       diverge(r, s->nev, "final state: segment 0x%llx (%llu bytes) is not in the file",
-              (unsigned long long)g->addr, (unsigned long long)g->size);
-      return;
+              (unsigned long long)g->addr, (unsigned long long)g->total_size);
+      break;
     }
-    f = &s->segs[si];
-    for (i = 0, b = g->first; b; b = b->next, i++) {
-      if (i >= f->n || f->b[i].addr != b->addr || f->b[i].size != b->size ||
-          f->b[i].allocated != b->allocated) {
+    for (k = 0; k < g->nblocks; k++)
+      if (k >= f->n || f->b[k].addr != b[k].addr || f->b[k].size != b[k].size ||
+          f->b[k].allocated != b[k].state) {
         diverge(r, s->nev, "final state: segment 0x%llx block %zu differs (model 0x%llx %llu %s)",
-                (unsigned long long)g->addr, i, (unsigned long long)b->addr,
-                (unsigned long long)b->size, b->allocated ? "allocated" : "free");
-        return;
+                (unsigned long long)g->addr, k, (unsigned long long)b[k].addr, (unsigned long long)b[k].size,
+                b[k].state ? "allocated" : "free");
+        break;
       }
-    }
-    if (i != f->n) {
+    if (r->diverged_at == SIZE_MAX && k != f->n)
       diverge(r, s->nev, "final state: segment 0x%llx has %zu blocks, the file %zu",
-              (unsigned long long)g->addr, i, f->n);
-      return;
-    }
+              (unsigned long long)g->addr, k, f->n);
   }
+  gpuplan__free(ctx, segs);
+  gpuplan__free(ctx, blocks);
+  return GPUPLAN_OK;
 }
 
 static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *st,
@@ -1055,8 +1093,8 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
   if (rc == GPUPLAN_OK) rc = install(a, st);
   if (rc) goto out;
   if (o->trace) gpuplan_cachealloc_set_trace(a, o->trace, o->trace_payload);
-  r->start_allocated = (uint64_t)a->st.allocated_bytes[0].current;
-  r->start_reserved = (uint64_t)a->st.reserved_bytes[0].current;
+  r->start_allocated = (uint64_t)gpuplan_cachealloc_stats(a)->allocated_bytes[0].current;
+  r->start_reserved = (uint64_t)gpuplan_cachealloc_stats(a)->reserved_bytes[0].current;
   track_peak(a, r);
 
 #define CHECK_CONSUMED(idx)                                                           \
@@ -1092,7 +1130,7 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
     case GPUPLAN_ACT_OOM:
       /* A run of cudaFrees not ended by a cudaMalloc was an empty_cache(). */
       if (d.n && d.pend[d.n - 1]->action == GPUPLAN_ACT_SEGMENT_FREE && e->action == GPUPLAN_ACT_ALLOC) {
-        gpuplan_cachealloc_empty_cache(a);
+        if ((rc = gpuplan_cachealloc_empty_cache(a))) goto out;
         CHECK_CONSUMED(i);
         if (r->diverged_at != SIZE_MAX) break;
       }
@@ -1119,14 +1157,16 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
       break;
     case GPUPLAN_ACT_FREE_REQUESTED:
       if (d.n) {
-        gpuplan_cachealloc_empty_cache(a);
+        if ((rc = gpuplan_cachealloc_empty_cache(a))) goto out;
         CHECK_CONSUMED(i);
         if (r->diverged_at != SIZE_MAX) break;
       }
-      if (gpuplan_cachealloc_release(a, e->addr) != GPUPLAN_OK)
+      rc = gpuplan_cachealloc_release(a, e->addr);
+      if (rc == GPUPLAN_EINVAL)
         diverge(r, i, "free of 0x%llx: not an allocated block in the model", (unsigned long long)e->addr);
-      else if ((rc = amap_put(ctx, &requested, e->addr, 1)))
+      else if (rc || (rc = amap_put(ctx, &requested, e->addr, 1)))
         goto out;
+      rc = GPUPLAN_OK;
       break;
     case GPUPLAN_ACT_FREE_COMPLETED:
       /* The model frees at free_requested.  A free_completed without one
@@ -1134,12 +1174,16 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
        * live at the start (the rebuild made it so) and is released now. */
       if (amap_take(&requested, e->addr)) break;
       if (d.n) {
-        gpuplan_cachealloc_empty_cache(a);
+        if ((rc = gpuplan_cachealloc_empty_cache(a))) goto out;
         CHECK_CONSUMED(i);
         if (r->diverged_at != SIZE_MAX) break;
       }
-      if (gpuplan_cachealloc_release(a, e->addr) != GPUPLAN_OK)
+      rc = gpuplan_cachealloc_release(a, e->addr);
+      if (rc == GPUPLAN_EINVAL)
         diverge(r, i, "free_completed of 0x%llx: not an allocated block in the model", (unsigned long long)e->addr);
+      else if (rc)
+        goto out;
+      rc = GPUPLAN_OK;
       break;
     default:
       break;
@@ -1148,17 +1192,17 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
     if ((rc = tl_push(ctx, x, a))) goto out;
   }
   if (r->diverged_at == SIZE_MAX && d.n) {
-    gpuplan_cachealloc_empty_cache(a);
+    if ((rc = gpuplan_cachealloc_empty_cache(a))) goto out;
     CHECK_CONSUMED(s->nev);
   }
 #undef CHECK_CONSUMED
-  if (r->diverged_at == SIZE_MAX) compare_final(a, s, r);
+  if (r->diverged_at == SIZE_MAX && (rc = compare_final(a, s, r))) goto out;
   r->exact = r->diverged_at == SIZE_MAX;
-  r->peak_allocated = (uint64_t)a->st.allocated_bytes[0].peak;
-  r->final_allocated = (uint64_t)a->st.allocated_bytes[0].current;
-  r->final_reserved = (uint64_t)a->st.reserved_bytes[0].current;
-  r->num_alloc_retries = a->st.num_alloc_retries;
-  r->num_ooms = a->st.num_ooms;
+  r->peak_allocated = (uint64_t)gpuplan_cachealloc_stats(a)->allocated_bytes[0].peak;
+  r->final_allocated = (uint64_t)gpuplan_cachealloc_stats(a)->allocated_bytes[0].current;
+  r->final_reserved = (uint64_t)gpuplan_cachealloc_stats(a)->reserved_bytes[0].current;
+  r->num_alloc_retries = gpuplan_cachealloc_stats(a)->num_alloc_retries;
+  r->num_ooms = gpuplan_cachealloc_stats(a)->num_ooms;
   rc = summarize(s, a, x);
 out:
   gpuplan_cachealloc_free(a); /* returns the segments through rdev_free: ignore that */
@@ -1192,25 +1236,24 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
     if (st->v[i]->addr + st->v[i]->size > top) top = st->v[i]->addr + st->v[i]->size;
   /* New segments come from above the recorded ones; the recorded ones
    * count against the device. */
-  if (top > a->mock.next_addr) a->mock.next_addr = (top + (1ull << 30)) & ~((1ull << 21) - 1);
-  a->mock.reserved = (uint64_t)a->st.reserved_bytes[0].current;
+  gpuplan__alloc_mock_above(a, top);
   if (o->trace) gpuplan_cachealloc_set_trace(a, o->trace, o->trace_payload);
-  r->start_allocated = (uint64_t)a->st.allocated_bytes[0].current;
-  r->start_reserved = (uint64_t)a->st.reserved_bytes[0].current;
+  r->start_allocated = (uint64_t)gpuplan_cachealloc_stats(a)->allocated_bytes[0].current;
+  r->start_reserved = (uint64_t)gpuplan_cachealloc_stats(a)->reserved_bytes[0].current;
   if (r->start_reserved > capacity) {
     /* Cached segments would have been released when memory ran short. */
     char A[32], C[32], F[32];
-    gpuplan_cachealloc_empty_cache(a);
-    a->mock.reserved = (uint64_t)a->st.reserved_bytes[0].current;
+    if ((rc = gpuplan_cachealloc_empty_cache(a))) goto out;
+    gpuplan__alloc_mock_above(a, 0);
     gpuplan_format_size(r->start_reserved, A, sizeof A);
     gpuplan_format_size(capacity, C, sizeof C);
-    gpuplan_format_size(r->start_reserved - a->mock.reserved, F, sizeof F);
+    gpuplan_format_size(r->start_reserved - gpuplan__alloc_mock_reserved(a), F, sizeof F);
     warn(x, "the %s reserved when the trace starts do not fit the device's %s: the %s of whole free "
             "(cached) segments among them were released first, as PyTorch's OOM retry releases them; "
             "the peaks are over the rest",
          A, C, F);
-    if (a->mock.reserved > capacity) {
-      gpuplan_format_size(a->mock.reserved, A, sizeof A);
+    if (gpuplan__alloc_mock_reserved(a) > capacity) {
+      gpuplan_format_size(gpuplan__alloc_mock_reserved(a), A, sizeof A);
       gpuplan_format_size(capacity, C, sizeof C);
       r->oom_event = 0;
       snprintf(r->oom_message, sizeof r->oom_message,
@@ -1226,10 +1269,11 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
     switch (e->action) {
     case GPUPLAN_ACT_SEGMENT_FREE:
       /* A run of cudaFrees that no cudaMalloc or OOM ends was an empty_cache(). */
-      if (i + 1 == s->nev || (s->ev[i + 1].action != GPUPLAN_ACT_SEGMENT_FREE &&
-                              s->ev[i + 1].action != GPUPLAN_ACT_SEGMENT_ALLOC &&
-                              s->ev[i + 1].action != GPUPLAN_ACT_OOM))
-        gpuplan_cachealloc_empty_cache(a);
+      if ((i + 1 == s->nev || (s->ev[i + 1].action != GPUPLAN_ACT_SEGMENT_FREE &&
+                               s->ev[i + 1].action != GPUPLAN_ACT_SEGMENT_ALLOC &&
+                               s->ev[i + 1].action != GPUPLAN_ACT_OOM)) &&
+          (rc = gpuplan_cachealloc_empty_cache(a)))
+        goto out;
       break;
     case GPUPLAN_ACT_ALLOC:
     case GPUPLAN_ACT_OOM:
@@ -1242,7 +1286,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
       }
       if (rc) goto out;
       if (e->action == GPUPLAN_ACT_OOM) {
-        gpuplan_cachealloc_release(a, addr); /* the program never got it */
+        if ((rc = gpuplan_cachealloc_release(a, addr))) goto out; /* the program never got it */
       } else {
         r->allocs++;
         if (addr != e->addr && (rc = amap_put(ctx, &m, e->addr, addr))) goto out;
@@ -1254,8 +1298,13 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
        * free_requested releases a block live at the start. */
       if (e->action == GPUPLAN_ACT_FREE_COMPLETED && amap_take(&requested, e->addr)) break;
       addr = amap_take(&m, e->addr);
-      /* Blocks live at the start keep their recorded addresses. */
-      gpuplan_cachealloc_release(a, addr ? addr : e->addr);
+      /* Blocks live at the start keep their recorded addresses.  A free
+       * the model cannot match (an allocation that ran out of memory
+       * here) is the trace's, not an error. */
+      if (gpuplan_cachealloc_release(a, addr ? addr : e->addr) == GPUPLAN_ENOMEM) {
+        rc = GPUPLAN_ENOMEM;
+        goto out;
+      }
       if (e->action == GPUPLAN_ACT_FREE_REQUESTED && (rc = amap_put(ctx, &requested, e->addr, 1))) goto out;
       break;
     default:
@@ -1265,12 +1314,12 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
     if ((rc = tl_push(ctx, x, a))) goto out;
   }
   r->exact = 0;
-  r->peak_allocated = (uint64_t)a->st.allocated_bytes[0].peak;
-  r->final_allocated = (uint64_t)a->st.allocated_bytes[0].current;
-  r->final_reserved = (uint64_t)a->st.reserved_bytes[0].current;
-  r->segment_allocs = (size_t)a->st.num_device_alloc;
-  r->num_alloc_retries = a->st.num_alloc_retries;
-  r->num_ooms = a->st.num_ooms;
+  r->peak_allocated = (uint64_t)gpuplan_cachealloc_stats(a)->allocated_bytes[0].peak;
+  r->final_allocated = (uint64_t)gpuplan_cachealloc_stats(a)->allocated_bytes[0].current;
+  r->final_reserved = (uint64_t)gpuplan_cachealloc_stats(a)->reserved_bytes[0].current;
+  r->segment_allocs = (size_t)gpuplan_cachealloc_stats(a)->num_device_alloc;
+  r->num_alloc_retries = gpuplan_cachealloc_stats(a)->num_alloc_retries;
+  r->num_ooms = gpuplan_cachealloc_stats(a)->num_ooms;
   rc = summarize(s, a, x);
 out:
   gpuplan__free(ctx, m.k);
@@ -1485,6 +1534,10 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
       if (rc) break;
       /* The allocator was not empty when the trace began. */
       r->rebuilt_start = st.n > 0 && s->nev > 0;
+      if (learning) {
+        int any;
+        learning = slack_blocks(&st, 0, 0, &any) > 0; /* nothing ambiguous: nothing to learn */
+      }
       if (learning) {
         rc = run_exact(ctx, s, &st, &quiet, r, &scratch);
         learnt = rc == GPUPLAN_OK && r->diverged_at != SIZE_MAX && learn(s, &st, r, &scratch, &ov);

@@ -315,6 +315,7 @@ typedef struct nvml_api {
   nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_v3)(nvmlDevice_t, unsigned *, nvml_process *);
   nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_v2)(nvmlDevice_t, unsigned *, nvml_process *);
   nvmlReturn_t (*nvmlSystemGetProcessName)(unsigned, char *, unsigned);
+  nvmlReturn_t (*nvmlDeviceGetNvLinkVersion)(nvmlDevice_t, unsigned, unsigned *);
 } nvml_api;
 
 typedef struct cuda_backend {
@@ -581,6 +582,7 @@ static int nvml_open(cuda_backend *c) {
   OSYM(nvmlDeviceGetComputeRunningProcesses_v3);
   OSYM(nvmlDeviceGetComputeRunningProcesses_v2);
   OSYM(nvmlSystemGetProcessName);
+  OSYM(nvmlDeviceGetNvLinkVersion);
 #undef OSYM
   if ((r = c->nvml.nvmlInit_v2()) != 0) {
     snprintf(c->nvml_why, sizeof c->nvml_why, "nvmlInit: %s", c->nvml.nvmlErrorString(r));
@@ -766,6 +768,12 @@ static int cuda_telemetry(void *self, int dev, gpuplan_device_telemetry *out) {
       out->nvlink_up++; /* NVML_FEATURE_ENABLED */
       out->nvlink_up_mask |= 1ull << link;
     }
+  }
+  /* one link's speed each way from its NVLink version, as nvidia-smi nvlink -s prints it */
+  if (out->nvlink_links > 0 && c->nvml.nvmlDeviceGetNvLinkVersion &&
+      !c->nvml.nvmlDeviceGetNvLinkVersion(h, 0, &u) && u >= 1 && u <= 5) {
+    static const double gbps[6] = {0, 20.0, 25.781, 25.0, 26.562, 50.0};
+    out->nvlink_link_gbps = gbps[u];
   }
   nvml_more(c, h, out);
   sysfs_affinity(info.pci_bus_id, out);

@@ -1,0 +1,60 @@
+/*
+ * plan_int.h: what the analytic memory model (memory.c) shares with the
+ * step program (program.c), so that both count the same tensors.  Not
+ * installed.
+ *
+ * A layer is described as the list of tensors PyTorch allocates for it,
+ * each with its bytes per token of the micro-batch on this rank (tensor and
+ * sequence parallelism applied) and its lifetime:
+ *   KEEP      saved by autograd in forward, freed when the layer's backward runs
+ *   TEMP      a forward temporary, freed right after the next op
+ *   BWD       alive during the layer's backward (activation gradients)
+ *   BWD_ATTN  alive during the attention part of the layer's backward
+ *   BWD_MLP   alive during the MLP part of the layer's backward
+ *   LOSS      the loss's intermediates (head only)
+ *   PREV      the previous step's logits, still referenced by the loop (head only)
+ * The analytic model adds the KEEP tensors over layers and micro-batches in
+ * flight, and takes BWD + max(BWD_ATTN, BWD_MLP) as the backward working
+ * set; the step program allocates and frees each tensor in that order.
+ */
+#ifndef GPUPLAN_PLAN_INT_H
+#define GPUPLAN_PLAN_INT_H
+
+#include "common/internal.h"
+
+enum { GPUPLAN__KEEP = 0, GPUPLAN__TEMP, GPUPLAN__BWD, GPUPLAN__BWD_ATTN, GPUPLAN__BWD_MLP,
+       GPUPLAN__LOSS, /* the loss's intermediates, alive from the loss to the start of backward */
+       GPUPLAN__PREV  /* the previous step's logits, still referenced by the training loop */ };
+
+/* Layer kinds: a dense layer, an MoE layer, an encoder-decoder's decoder layer. */
+enum { GPUPLAN__LAYER_DENSE = 0, GPUPLAN__LAYER_MOE = 1, GPUPLAN__LAYER_DECODER = 2 };
+
+#define GPUPLAN__MAX_ACTS 48
+
+typedef struct gpuplan__act {
+  const char *name;  /* static */
+  double per_token;  /* bytes per token of one micro-batch on this rank */
+  int kind;          /* GPUPLAN__KEEP, ... */
+} gpuplan__act;
+
+/* The tensors of one layer of the given kind under o's implementation,
+ * precision, recompute, tp/sp and fine-tuning.  Returns the count (at most
+ * GPUPLAN__MAX_ACTS).  With full recompute the KEEP list is the checkpoint
+ * (the layer input); full = 1 asks for the rematerialised layer instead. */
+int gpuplan__layer_acts(const gpuplan_model *m, const gpuplan_memory_options *o, int layer_kind, int full,
+                        gpuplan__act *out);
+
+/* The last stage's tensors after the layers (final norm, logits, loss) and
+ * the first stage's before them (input ids, embeddings), per token. */
+int gpuplan__head_acts(const gpuplan_model *m, const gpuplan_memory_options *o, gpuplan__act *out);
+int gpuplan__embed_acts(const gpuplan_model *m, const gpuplan_memory_options *o, gpuplan__act *out);
+
+/* The sum of the tensors of one kind. */
+double gpuplan__acts_sum(const gpuplan__act *a, int n, int kind);
+
+/* The implementation, convention-dependent defaults resolved. */
+int gpuplan__grads_persist(const gpuplan_memory_options *o);
+gpuplan_opt_impl gpuplan__opt_impl(const gpuplan_memory_options *o);
+int gpuplan__prev_logits(const gpuplan_memory_options *o);
+
+#endif /* GPUPLAN_PLAN_INT_H */
