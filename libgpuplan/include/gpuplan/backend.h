@@ -141,6 +141,7 @@ typedef struct gpuplan_backend gpuplan_backend;
  * Wrap an implementation (sim/ does this for the mock GPU).
  * @return GPUPLAN_OK or GPUPLAN_ENOMEM (then ops->close(self) was called).
  * @threads ctx  @since 0.1.0
+ * @errors any
  */
 GPUPLAN_API int gpuplan_backend_new(gpuplan_ctx *ctx, const gpuplan_backend_ops *ops, void *self,
                                     gpuplan_backend **out);
@@ -157,22 +158,23 @@ GPUPLAN_API int gpuplan_backend_new(gpuplan_ctx *ctx, const gpuplan_backend_ops 
  */
 GPUPLAN_API int gpuplan_backend_open_cuda(gpuplan_ctx *ctx, const char *library, gpuplan_backend **out);
 
-/** Free a backend and everything it holds (device memory, the driver).  Accepts NULL. */
+/** Free a backend and everything it holds (device memory, the driver).  Accepts NULL.  @errors none  @threads ctx  @since 0.1.0 */
 GPUPLAN_API void gpuplan_backend_free(gpuplan_backend *b);
 
-/** "cuda" or "mock". */
+/** "cuda" or "mock".  @errors none  @threads ctx  @since 0.1.0 */
 GPUPLAN_API const char *gpuplan_backend_kind(const gpuplan_backend *b);
 
-/** The driver.  @return GPUPLAN_OK or the backend's error. */
+/** The driver.  @return GPUPLAN_OK or the backend's error.  @errors any  @threads ctx  @since 0.1.0 */
 GPUPLAN_API int gpuplan_backend_driver(gpuplan_backend *b, gpuplan_driver_info *out);
 
-/** Number of devices. */
+/** Number of devices.  @errors none  @threads ctx  @since 0.1.0 */
 GPUPLAN_API int gpuplan_backend_device_count(gpuplan_backend *b, int *n_out);
 
 /**
  * Device dev's information; when cat is not NULL, out->sku is the catalog
  * SKU the device matches (by name and memory) or NULL.
  * @return GPUPLAN_OK, GPUPLAN_EINVAL (bad index), or the driver's error.
+ * @errors any  @threads ctx  @since 0.1.0
  */
 GPUPLAN_API int gpuplan_backend_device_info(gpuplan_backend *b, int dev, gpuplan_catalog *cat,
                                             gpuplan_device_info *out);
@@ -182,6 +184,7 @@ GPUPLAN_API int gpuplan_backend_device_info(gpuplan_backend *b, int dev, gpuplan
  * A real device's malloc never asks the driver for more than is free, and
  * everything still allocated is freed by gpuplan_backend_free().
  * The ops stay valid until the backend is freed.
+ * @errors any  @threads ctx  @since 0.1.0
  */
 GPUPLAN_API int gpuplan_backend_device_memory(gpuplan_backend *b, int dev, const gpuplan_device_ops **out);
 
@@ -191,6 +194,7 @@ GPUPLAN_API int gpuplan_backend_device_memory(gpuplan_backend *b, int dev, const
  * $GPUPLAN_LIBNVML), loaded at run time; without NVML it returns
  * GPUPLAN_EUNSUPPORTED with the reason.
  * @return GPUPLAN_OK, GPUPLAN_EINVAL (bad index), GPUPLAN_EUNSUPPORTED.
+ * @errors any  @threads ctx  @since 0.1.0
  */
 GPUPLAN_API int gpuplan_backend_telemetry(gpuplan_backend *b, int dev, gpuplan_device_telemetry *out);
 
@@ -256,6 +260,7 @@ GPUPLAN_API int gpuplan_devices_metrics(gpuplan_ctx *ctx, const gpuplan_doc *smi
  * 40GB", "Tesla T4", "NVIDIA H100 80GB HBM3", ...).
  * @return GPUPLAN_OK with *out, or GPUPLAN_ENOTFOUND (*out NULL).
  * @threads cat  @since 0.1.0
+ * @errors any
  */
 GPUPLAN_API int gpuplan_catalog_match_device(gpuplan_catalog *cat, const char *name, uint64_t total_bytes,
                                              const gpuplan_gpu **out);

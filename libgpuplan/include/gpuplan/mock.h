@@ -26,10 +26,10 @@ typedef struct gpuplan_mock gpuplan_mock;
 /** Driver allocation granularity (bytes). */
 #define GPUPLAN_MOCK_GRANULARITY (2u * 1024u * 1024u)
 
-/** Create an empty simulation.  @errors nomem  @threads ctx */
+/** Create an empty simulation.  @errors nomem  @threads ctx  @since 0.2.0 */
 GPUPLAN_API int gpuplan_mock_new(gpuplan_ctx *ctx, gpuplan_mock **out);
 
-/** Free a simulation and its devices.  Accepts NULL. */
+/** Free a simulation and its devices.  Accepts NULL.  @errors none  @threads ctx  @since 0.2.0 */
 GPUPLAN_API void gpuplan_mock_free(gpuplan_mock *sim);
 
 /**
@@ -38,25 +38,27 @@ GPUPLAN_API void gpuplan_mock_free(gpuplan_mock *sim);
  * @param[out] index_out  the device index (0, 1, ...).
  * @return GPUPLAN_OK, GPUPLAN_EINVAL (context larger than the device),
  *         GPUPLAN_ENOMEM.
+ * @errors any  @threads ctx  @since 0.2.0
  */
 GPUPLAN_API int gpuplan_mock_add_gpu(gpuplan_mock *sim, const gpuplan_gpu *sku,
                                     int64_t context_bytes, int *index_out);
 
-/** Add a device of total_bytes (a vGPU slice, a custom card). */
+/** Add a device of total_bytes (a vGPU slice, a custom card).  @errors any  @threads ctx  @since 0.2.0 */
 GPUPLAN_API int gpuplan_mock_add_device(gpuplan_mock *sim, const char *name, uint64_t total_bytes,
                                        uint64_t context_bytes, int *index_out);
 
-/** Number of devices. */
+/** Number of devices.  @errors none  @threads ctx  @since 0.2.0 */
 GPUPLAN_API int gpuplan_mock_count(const gpuplan_mock *sim);
 
 /**
  * Memory other processes hold on device dev (they count in nvidia-smi's
  * used and leave less for this process).
  * @return GPUPLAN_OK or GPUPLAN_EINVAL (bad index, more than is free).
+ * @errors any  @threads ctx  @since 0.2.0
  */
 GPUPLAN_API int gpuplan_mock_set_other_processes(gpuplan_mock *sim, int dev, uint64_t bytes);
 
-/** The device as gpuplan_device_ops for gpuplan_cachealloc_new(); NULL for a bad index. */
+/** The device as gpuplan_device_ops for gpuplan_cachealloc_new(); NULL for a bad index.  @errors none  @threads ctx  @since 0.2.0 */
 GPUPLAN_API const gpuplan_device_ops *gpuplan_mock_device(gpuplan_mock *sim, int dev);
 
 /** A device's memory, as cudaMemGetInfo and nvidia-smi see it. */
@@ -72,7 +74,7 @@ typedef struct gpuplan_mock_memory {
   uint64_t failed_allocations; /**< cudaMalloc calls refused */
 } gpuplan_mock_memory;
 
-/** Read a device's memory.  @return GPUPLAN_OK or GPUPLAN_EINVAL. */
+/** Read a device's memory.  @return GPUPLAN_OK or GPUPLAN_EINVAL.  @errors any  @threads ctx  @since 0.2.0 */
 GPUPLAN_API int gpuplan_mock_memory_info(const gpuplan_mock *sim, int dev, gpuplan_mock_memory *out);
 
 /* --- telemetry and faults ------------------------------------------------- */
@@ -92,19 +94,20 @@ typedef enum gpuplan_mock_fault {
   GPUPLAN_FAULT_COUNT
 } gpuplan_mock_fault;
 
-/** "oom", "cuda-mismatch", "gpu-not-found", "ecc", "thermal", "data-starvation", "nvlink-down". */
+/** "oom", "cuda-mismatch", "gpu-not-found", "ecc", "thermal", "data-starvation", "nvlink-down".  @errors none  @threads any  @since 0.2.0 */
 GPUPLAN_API const char *gpuplan_mock_fault_name(gpuplan_mock_fault f);
 
-/** The fault named s, or -1.  @threads any */
+/** The fault named s, or -1.  @threads any  @errors any  @since 0.2.0 */
 GPUPLAN_API int gpuplan_mock_fault_parse(const char *s);
 
 /**
  * Inject (on != 0) or clear a fault on device dev (-1: every device).
  * @return GPUPLAN_OK or GPUPLAN_EINVAL (bad device or fault).
+ * @errors any  @threads ctx  @since 0.2.0
  */
 GPUPLAN_API int gpuplan_mock_inject(gpuplan_mock *sim, int dev, gpuplan_mock_fault f, int on);
 
-/** Whether device dev has fault f. */
+/** Whether device dev has fault f.  @errors any  @threads ctx  @since 0.2.0 */
 GPUPLAN_API int gpuplan_mock_has_fault(const gpuplan_mock *sim, int dev, gpuplan_mock_fault f);
 
 /** What nvidia-smi / NVML would report for a mock device now (the
@@ -132,14 +135,15 @@ typedef struct gpuplan_mock_telemetry {
  * @return GPUPLAN_OK; GPUPLAN_ERROR when the device's fault stops the work
  *         (ECC, CUDA mismatch, GPU not found), with the error text the
  *         framework would print in *message_out (may be NULL).
+ * @errors any  @threads ctx  @since 0.2.0
  */
 GPUPLAN_API int gpuplan_mock_run(gpuplan_mock *sim, int dev, double seconds, double busy,
                                 const char **message_out);
 
-/** A device's telemetry.  @return GPUPLAN_OK or GPUPLAN_EINVAL. */
+/** A device's telemetry.  @return GPUPLAN_OK or GPUPLAN_EINVAL.  @errors any  @threads ctx  @since 0.2.0 */
 GPUPLAN_API int gpuplan_mock_telemetry_read(const gpuplan_mock *sim, int dev, gpuplan_mock_telemetry *out);
 
-/** The catalog SKU of a device added with gpuplan_mock_add_gpu, else NULL. */
+/** The catalog SKU of a device added with gpuplan_mock_add_gpu, else NULL.  @errors none  @threads ctx  @since 0.2.0 */
 GPUPLAN_API const gpuplan_gpu *gpuplan_mock_sku(const gpuplan_mock *sim, int dev);
 
 /**
@@ -147,6 +151,7 @@ GPUPLAN_API const gpuplan_gpu *gpuplan_mock_sku(const gpuplan_mock *sim, int dev
  * interface as a real CUDA device.  The backend borrows sim, which must
  * outlive it; a GPU-not-found fault makes the backend's driver fail as a
  * machine without a working driver does.
+ * @errors any  @threads ctx  @since 0.2.0
  */
 GPUPLAN_API int gpuplan_mock_backend(gpuplan_mock *sim, gpuplan_backend **out);
 
@@ -159,6 +164,7 @@ GPUPLAN_API int gpuplan_mock_backend(gpuplan_mock *sim, gpuplan_backend **out);
  * @return GPUPLAN_OK; GPUPLAN_ENOTFOUND/EAMBIGUOUS for the SKU; GPUPLAN_EINVAL
  *         naming the field (sim, faults, load, busy, mem).
  * @threads ctx  @since 0.1.0
+ * @errors any
  */
 GPUPLAN_API int gpuplan_mock_node(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *spec,
                                  const char *const *faults, size_t nfaults, double load_s, double busy,
@@ -224,7 +230,7 @@ typedef struct gpuplan_mock_job {
   uint64_t bytes;             /**< its PyTorch cache */
 } gpuplan_mock_job;
 
-/** The job on device dev.  @return GPUPLAN_OK or GPUPLAN_EINVAL.  @since 0.2.0 */
+/** The job on device dev.  @return GPUPLAN_OK or GPUPLAN_EINVAL.  @since 0.2.0  @errors any  @threads ctx */
 GPUPLAN_API int gpuplan_mock_job_read(const gpuplan_mock *sim, int dev, gpuplan_mock_job *out);
 
 /**
@@ -232,6 +238,7 @@ GPUPLAN_API int gpuplan_mock_job_read(const gpuplan_mock *sim, int dev, gpuplan_
  * backend reports, and nvidia-smi's layout).
  * @return GPUPLAN_OK or GPUPLAN_EINVAL (not a driver version of branch 450+).
  * @since 0.2.0
+ * @errors any  @threads ctx
  */
 GPUPLAN_API int gpuplan_mock_set_driver(gpuplan_mock *sim, const char *version);
 
@@ -244,6 +251,7 @@ GPUPLAN_API int gpuplan_mock_set_driver(gpuplan_mock *sim, const char *version);
  * @return as gpuplan_simulate; GPUPLAN_EINVAL (named) when other_bytes do
  *         not fit beside the resident memory.
  * @threads ctx  @since 0.1.0
+ * @errors any
  */
 GPUPLAN_API int gpuplan_mock_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
                                      const gpuplan_memory_options *options, const gpuplan_simulate_options *so,

@@ -414,7 +414,7 @@ GPUPLAN_API int gpuplan_job_resolve(gpuplan_ctx *ctx, gpuplan_catalog *cat, cons
                                     const char *gpu, const char *node, int64_t gpus, int64_t nodes,
                                     int64_t per_node, int dp_given, gpuplan_jobspec *job);
 
-/** The cluster a resolved job runs on (the node's, or a default one). */
+/** The cluster a resolved job runs on (the node's, or a default one).  @errors any  @threads ctx  @since 0.1.0 */
 GPUPLAN_API int gpuplan_job_cluster(gpuplan_ctx *ctx, gpuplan_catalog *cat, const gpuplan_jobspec *job,
                                     gpuplan_cluster *out);
 
