@@ -178,6 +178,39 @@ static void print_perf_body(const gpuplan_value *r) {
   printf("  pipeline send/recv                                %8.3f s\n", dnum(bk, "pp_comm"));
   printf("  data-parallel / ZeRO / FSDP traffic (exposed)     %8.3f s\n", dnum(bk, "dp_comm"));
   printf("  optimizer step                                    %8.3f s\n", dnum(bk, "optimizer"));
+  {
+    const gpuplan_value *cs = dv(r, "collectives");
+    size_t i, n = gpuplan_value_count(cs);
+    if (n) {
+      table *t = table_new(8);
+      printf("collectives per step (per GPU):\n");
+      table_cell(t, "  COLLECTIVE");
+      table_cell(t, "OP");
+      table_cell(t, "ALGO");
+      table_cell(t, "RANKS");
+      table_cell(t, "CALLS");
+      table_cell(t, "GB/GPU");
+      table_cell(t, "EXPOSED s");
+      table_cell(t, "HIDDEN s");
+      for (i = 0; i < n; i++) {
+        const gpuplan_value *x = gpuplan_value_at(cs, i);
+        table_cell(t, "  %s", dstr(x, "name"));
+        table_cell(t, "%s", dstr(x, "op"));
+        table_cell(t, "%s", dstr(x, "algo"));
+        table_cell(t, "%lld", (long long)dint(x, "ranks"));
+        table_cell(t, "%.0f", dnum(x, "count"));
+        table_cell(t, "%.2f", dnum(x, "bytes_per_gpu") * b2g);
+        table_cell(t, "%.3f", dnum(x, "exposed_s"));
+        table_cell(t, "%.3f", dnum(x, "hidden_s"));
+      }
+      for (i = 3; i < 8; i++) table_align(t, (int)i, 'r');
+      table_print(t, stdout);
+      table_free(t);
+      if (!disnull(r, "communication.bytes_per_nic"))
+        printf("  network: %.2f GB through each NIC per step at %.1f GB/s\n", dnum(r, "communication.bytes_per_nic") * b2g,
+               dnum(r, "communication.nic_bw_bytes_s") * b2g);
+    }
+  }
   printf("throughput   %.0f tokens/s (%.0f per %s)\n", dnum(r, "tokens_per_s"),
          dnum(r, "tokens_per_s") / (double)dint(r, "gpus"), gpu ? "GPU" : "node");
   printf("MFU %.1f%%, HFU %.1f%% of %.2f TFLOP/s per %s (%.2f TFLOP/s of model FLOPs per %s)\n", 100 * dnum(r, "mfu"),
@@ -267,9 +300,11 @@ static int render_search(cli *c, gpuplan_doc *doc) {
     if (isfinite(dnum(b, "cost_per_mtok"))) printf(", %s per M tokens", money(r, dnum(b, "cost_per_mtok"), "%.3f", m1, sizeof m1));
     if (isfinite(dnum(b, "train_days"))) printf(", %.1f days for %.3g tokens", dnum(b, "train_days"), dnum(r, "train_tokens"));
     printf("\n   why: %s", dstr(b, "why"));
-    if (i > 0) printf("; %.1f%% slower than #1", 100 * dnum(b, "slower_than_first"));
+    if (i > 0) printf("; %.1f%% slower than #1%s", 100 * dnum(b, "slower_than_first"),
+                      dbool(b, "tied_with_first") ? " (a tie within the model's error)" : "");
     printf("\n");
   }
+  if (!disnull(r, "first_vs_second.summary")) printf("\n#1 vs #2: %s\n", dstr(r, "first_vs_second.summary"));
   return EXIT_OK;
 }
 
