@@ -19,6 +19,11 @@ static int render_topo(cli *c, gpuplan_doc *doc) {
   long long per = (long long)dint(r, "per_node"), nics = (long long)dint(r, "nics");
   char name[256];
   (void)c;
+  if (dv(r, "driver") && !dbool(r, "driver.available")) {
+    /* as nvidia-smi topo -m without a driver (exit 9, as gpuplan smi) */
+    fprintf(stderr, "%s\n", dstr(r, "driver.error"));
+    return 9;
+  }
   printf("%s x %lld per node (%s)\n\n", term_safe(dstr(r, "gpu_name"), name, sizeof name), per,
          dbool(r, "nvlink") ? dstr(r, "intra.fabric") : "PCIe only");
   printf("       ");
@@ -65,7 +70,7 @@ static int render_topo(cli *c, gpuplan_doc *doc) {
 
 int cmd_topo(cli *c, int argc, char **argv) {
   return cli_run(c, gpuplan_command_find("topo"), argc, argv,
-                 "usage: gpuplan topo (--node VM | --gpu SKU [--per-node G]) [--nodes K]\n"
+                 "usage: gpuplan topo [--node VM | --gpu SKU [--per-node G]] [--nodes K]\n"
                  "                    [--layout TP,PP,DP[,CP]] [--pcie-only] [--json | --csv]",
                  topo_about, render_topo, NULL, NULL);
 }

@@ -29,6 +29,12 @@ check() {  # check DESCRIPTION EXPECTED_RC PATTERN -- command...
 # no driver: nvidia-smi's message and its exit status 9
 check "smi without a driver" 9 "couldn't communicate with the NVIDIA driver" -- \
   env GPUPLAN_LIBCUDA=/nonexistent/libcuda.so.1 "$gp" smi
+check "topo without a driver" 9 "couldn't communicate with the NVIDIA driver" -- \
+  env GPUPLAN_LIBCUDA=/nonexistent/libcuda.so.1 "$gp" topo
+check "topo --json without a driver: one document" 0 '"driver": {' -- \
+  env GPUPLAN_LIBCUDA=/nonexistent/libcuda.so.1 "$gp" topo --json
+check "topo of this machine on the fake driver" 0 "GPU0" -- \
+  env GPUPLAN_LIBCUDA="$fake" FAKE_CUDA_DEVICES=2 "$gp" topo
 check "doctor without a driver" 1 "FAIL.*no working NVIDIA driver" -- \
   env GPUPLAN_LIBCUDA=/nonexistent/libcuda.so.1 "$gp" doctor
 # the fake driver stands in for a real one

@@ -188,6 +188,11 @@ static const gpuplan__kind_desc smi_kind = {"smi", 1, "rows", N(smi_fields)};
 
 static const gpuplan_result_field topo_fields[] = {
   {"schema", S, "", "gpuplan.topo/1"},
+  {"source", S, "", "catalog (a node or SKU was given) or cuda (this machine's GPUs)"},
+  {"driver", O, "", "this machine without a usable driver: why (then nothing else)"},
+  {"driver.available", B, "", "false"},
+  {"driver.error", S, "", "what failed, with nvidia-smi's words and what to check"},
+  {"driver.error_code", S, "", "the status name (GPUPLAN_EUNSUPPORTED, ...)"},
   {"gpu", S, "", "the GPU SKU id"},
   {"gpu_name", S, "", "its name"},
   {"node", S, "", "the catalog node/VM id (null: a bare GPU)"},

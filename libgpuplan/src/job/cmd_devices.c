@@ -1030,8 +1030,40 @@ int gpuplan__cmd_topo(gpuplan_job *job, gpuplan_doc **out) {
   const gpuplan_node *n = NULL;
   gpuplan_cluster cl;
   gpuplan__docb *b;
-  if (!node_name == !gpu_name)
+  int local = 0;
+  if (node_name && gpu_name)
     return gpuplan__error(ctx, GPUPLAN_EINVAL, "gpu, node: give a node/VM (node) or a GPU SKU (gpu), one of them");
+  if (!node_name && !gpu_name) {
+    /* This machine's GPUs, through the CUDA driver (as nvidia-smi topo -m):
+     * their SKU and count; without a driver, a document that says so. */
+    gpuplan_backend *be = NULL;
+    gpuplan_device_info info;
+    int count = 0;
+    rc = gpuplan_backend_open_cuda(ctx, NULL, &be);
+    if (!rc) rc = gpuplan_backend_device_count(be, &count);
+    if (!rc && count < 1) rc = gpuplan__error(ctx, GPUPLAN_ENOTFOUND, "the CUDA driver sees no GPU");
+    if (!rc) rc = gpuplan_backend_device_info(be, 0, job->cat, &info);
+    if (!rc && !info.sku)
+      rc = gpuplan__error(ctx, GPUPLAN_ENOTFOUND, "GPU 0 (%s) matches no catalog SKU; give --gpu", info.name);
+    if (!rc) g = info.sku;
+    gpuplan_backend_free(be);
+    if (rc) {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(ctx));
+      gpuplan__clear(ctx);
+      if (!(b = gpuplan__doc_begin(ctx, "topo"))) return gpuplan_errcode(ctx);
+      gpuplan__doc_str(b, "source", "cuda");
+      gpuplan__doc_obj(b, "driver");
+      gpuplan__doc_bool(b, "available", 0);
+      gpuplan__doc_str(b, "error", msg);
+      gpuplan__doc_str(b, "error_code", gpuplan_errname(rc));
+      gpuplan__doc_end(b);
+      return gpuplan__doc_finish(b, out);
+    }
+    gpu_name = g->id;
+    per = count;
+    local = 1;
+  }
   if (node_name && gpuplan__job_isset(job, JOPT(J_PER_NODE)))
     return gpuplan__opt_error(ctx, GPUPLAN_EINVAL, JOPT(J_PER_NODE), "a node has its own GPU count; per_node is for a bare gpu");
   if (layout) GPUPLAN_TRY(parse_layout(ctx, layout, lay));
@@ -1074,6 +1106,7 @@ int gpuplan__cmd_topo(gpuplan_job *job, gpuplan_doc **out) {
                               (long long)per);
   b = gpuplan__doc_begin(ctx, "topo");
   if (!b) return gpuplan_errcode(ctx);
+  gpuplan__doc_str(b, "source", local ? "cuda" : "catalog");
   gpuplan__doc_str(b, "gpu", g->id);
   gpuplan__doc_str(b, "gpu_name", g->name);
   gpuplan__doc_str(b, "node", n ? n->id : NULL);
