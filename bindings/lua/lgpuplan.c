@@ -418,6 +418,26 @@ static int catalog_replay(lua_State *L) {
   return run_with(L, c, "replay", kv, 3);
 }
 
+/* cat:replay_bytes(data [, opts]) -> replay | nil, msg, code: a snapshot held
+ * in a Lua string (Lua strings hold bytes). */
+static int catalog_replay_bytes(lua_State *L) {
+  lcatalog *c = check_catalog(L);
+  size_t len;
+  const char *data = luaL_checklstring(L, 2, &len);
+  gpuplan_doc *doc = NULL;
+  char msg[1024];
+  int rc;
+  gpuplan_job_reset(c->job);
+  msg[0] = 0;
+  rc = options_into(L, c, 3, msg, sizeof msg);
+  if (!rc && (rc = gpuplan_job_run_snapshot(c->job, data, len, &doc)))
+    snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(c->ctx));
+  if (rc) return fail(L, rc, msg);
+  push_value(L, gpuplan_doc_root(doc));
+  gpuplan_doc_free(doc);
+  return 1;
+}
+
 /* gpuplan.explain_oom(message), gpuplan.replay(path [, opts]): on the built-in
  * catalog, opened for the call. */
 static int with_default(lua_State *L, lua_CFunction f) {
@@ -444,6 +464,7 @@ static const luaL_Reg catalog_methods[] = {
   {"simulate", catalog_simulate}, {"devices", catalog_devices}, {"close", catalog_close},
   {"run", catalog_run},            {"serve", catalog_serve},
   {"explain_oom", catalog_explain_oom}, {"replay", catalog_replay},
+  {"replay_bytes", catalog_replay_bytes},
   {NULL, NULL}
 };
 

@@ -626,8 +626,16 @@ static int args_from(PyObject *kw, job_arg *a, int *n) {
   return 0;
 }
 
-/* Run a command; the lock is taken and the job used without the GIL. */
+/* Run a command; the lock is taken and the job used without the GIL.  With
+ * data (replay of a snapshot held in memory), gpuplan_job_run_snapshot. */
+static PyObject *run_command_data(CatalogObject *self, const char *command, job_arg *a, int n, const char *data,
+                                  Py_ssize_t len);
 static PyObject *run_command(CatalogObject *self, const char *command, job_arg *a, int n) {
+  return run_command_data(self, command, a, n, NULL, 0);
+}
+
+static PyObject *run_command_data(CatalogObject *self, const char *command, job_arg *a, int n, const char *data,
+                                  Py_ssize_t len) {
   modstate *st = state_of_module(self->module);
   gpuplan_doc *doc = NULL;
   int rc = GPUPLAN_OK, failed_arg = -1, closed = 0, i;
@@ -649,7 +657,8 @@ static PyObject *run_command(CatalogObject *self, const char *command, job_arg *
       }
       if (rc) failed_arg = i;
     }
-    if (!rc) rc = gpuplan_job_run(self->job, command, &doc);
+    if (!rc) rc = data ? gpuplan_job_run_snapshot(self->job, data, (size_t)len, &doc)
+                       : gpuplan_job_run(self->job, command, &doc);
     if (rc) snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(self->ctx));
   }
   PyThread_release_lock(self->lock);
@@ -679,6 +688,23 @@ static PyObject *run_command(CatalogObject *self, const char *command, job_arg *
   root->cat = Py_NewRef((PyObject *)self);
   root->v = gpuplan_doc_root(doc);
   return (PyObject *)root;
+}
+
+/* replay_bytes(data, **options): a snapshot held in memory (Dask workers
+ * have bytes, not paths). */
+static PyObject *Catalog_replay_bytes(CatalogObject *self, PyObject *args, PyObject *kw) {
+  job_arg a[MAX_ARGS];
+  int n = 0;
+  Py_buffer buf;
+  PyObject *r;
+  if (!PyArg_ParseTuple(args, "y*:replay_bytes", &buf)) return NULL;
+  if (args_from(kw, a, &n)) {
+    PyBuffer_Release(&buf);
+    return NULL;
+  }
+  r = run_command_data(self, "replay", a, n, (const char *)buf.buf, buf.len);
+  PyBuffer_Release(&buf);
+  return r;
 }
 
 static PyObject *Catalog_run(CatalogObject *self, PyObject *args, PyObject *kw) {
@@ -934,6 +960,8 @@ done:
 static PyMethodDef Catalog_methods[] = {
   {"run", (PyCFunction)(void (*)(void))Catalog_run, METH_VARARGS | METH_KEYWORDS,
    "run(command, **options) -> Result: any command of the job API (gpuplan.options() lists the options)"},
+  {"replay_bytes", (PyCFunction)(void (*)(void))Catalog_replay_bytes, METH_VARARGS | METH_KEYWORDS,
+   "replay_bytes(data, **options) -> Result (gpuplan.replay/1) of a snapshot held in memory"},
   {"plan", (PyCFunction)(void (*)(void))Catalog_plan, METH_VARARGS | METH_KEYWORDS,
    "plan(model, gpu=None, **options) -> Result (gpuplan.plan/1)"},
   {"perf", (PyCFunction)(void (*)(void))Catalog_perf, METH_VARARGS | METH_KEYWORDS,

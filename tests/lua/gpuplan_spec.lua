@@ -72,14 +72,17 @@ describe("gpuplan (Lua " .. (jit and jit.version or _VERSION) .. ")", function()
       end)
     end
 
-    it("gives the seed ticket's 14 + 14 + 28 + 56 GB", function()
-      local p = assert(cat:plan("7B", "a100-40gb", { precision = "fp16-mixed" }))
+    -- The seed's 2 + 2 + 4 + 8 bytes per parameter (14 + 14 + 28 + 56 GB at 7e9).  A size
+    -- no longer rescales Llama-2-7B's shape to 7e9 (issue 12, DM-1): the model's own count.
+    it("gives the seed ticket's 2 + 2 + 4 + 8 bytes per parameter", function()
+      local p = assert(cat:plan("llama-2-7b", "a100-40gb", { precision = "fp16-mixed", convention = "deepspeed" }))
+      local P = 6738415616
       local by = {}
       for _, comp in ipairs(p.worst.components) do by[comp.name] = comp.bytes end
-      assert.equal(14e9, by["weights"])
-      assert.equal(14e9, by["gradients"])
-      assert.equal(28e9, by["master weights"])
-      assert.equal(56e9, by["optimizer states"])
+      assert.equal(2 * P, by["weights"])
+      assert.equal(2 * P, by["gradients"])
+      assert.equal(4 * P, by["master weights"])
+      assert.equal(8 * P, by["optimizer states"])
       assert.is_false(p.worst.fits)
       assert.is_true(p.ladder[#p.ladder].fits)
     end)
@@ -191,6 +194,21 @@ describe("gpuplan (Lua " .. (jit and jit.version or _VERSION) .. ")", function()
       assert.is_nil(r)
       assert.truthy(msg:find("nonexistent", 1, true))
       assert.is_string(code)
+    end)
+
+    it("replays a snapshot held in a string as the same file", function()
+      local f = H.trace("linear-grad.pickle")
+      local h = assert(io.open(f, "rb"))
+      local data = h:read("*a")
+      h:close()
+      local a = assert(cat:replay(f))
+      local b = assert(cat:replay_bytes(data))
+      assert.is_nil(b.file)
+      assert.equal(a.peak_reserved_bytes, b.peak_reserved_bytes)
+      assert.equal(a.exact, b.exact)
+      local r, msg, code = cat:replay_bytes("not a snapshot")
+      assert.is_nil(r)
+      assert.is_string(msg)
     end)
 
     it("explain_oom equals gpuplan explain-oom --json", function()

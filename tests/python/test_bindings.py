@@ -161,11 +161,13 @@ def test_catalog_records_equal_cli(cat):
 # --- hand-checked figures ---------------------------------------------------
 
 def test_seed_ticket_figures(cat):
-    p = cat.plan("7B", "a100-40gb", precision="fp16-mixed")
+    # 2 + 2 + 4 + 8 bytes per parameter: 14 + 14 + 28 + 56 GB at 7e9 (the seed article).  A size
+    # no longer rescales Llama-2-7B's shape (issue 12, DM-1): the model's own 6,738,415,616.
+    p = cat.plan("llama-2-7b", "a100-40gb", precision="fp16-mixed", convention="deepspeed")
+    P = 6738415616
     comp = {c.name: c.bytes for c in p.worst.components}
-    # 2 + 2 + 4 + 8 bytes per parameter: 14 + 14 + 28 + 56 GB (the seed article)
-    assert comp["weights"] == 14e9 and comp["gradients"] == 14e9
-    assert comp["master weights"] == 28e9 and comp["optimizer states"] == 56e9
+    assert comp["weights"] == 2 * P and comp["gradients"] == 2 * P
+    assert comp["master weights"] == 4 * P and comp["optimizer states"] == 8 * P
     assert not p.worst.fits and p.ladder[-1].fits
     assert not cat.fits("70B", "a100-40gb", gpus=2)
 
@@ -280,7 +282,8 @@ def test_to_dataframe(cat):
     assert len(df) >= 17 and "memory_bytes" in df.columns
     comps = gpuplan.to_dataframe(cat.plan("llama-2-7b", "a100-40gb"))
     assert list(comps.columns) == ["name", "bytes", "formula"]
-    assert comps["bytes"].sum() == cat.plan("llama-2-7b", "a100-40gb").worst.total_bytes
+    # total_bytes is the step's peak (the components that coexist then, issue 12 MM-6); sum_bytes adds them all
+    assert comps["bytes"].sum() == cat.plan("llama-2-7b", "a100-40gb").worst.sum_bytes
     best = gpuplan.to_dataframe(cat.search("gpt3-175b", "a100-80gb", gpus=1024, global_batch=1536))
     assert "step_s" in best.columns and isinstance(best, pd.DataFrame)
 
@@ -465,3 +468,16 @@ def test_close_while_another_thread_runs():
     assert not t.is_alive() and len(done) == 1
     with pytest.raises(gpuplan.Error, match="closed"):
         c.plan("llama-2-7b", "a100-40gb")
+
+
+def test_replay_from_bytes_equals_the_file(cat):
+    """EC-13: Dask workers hold bytes, not paths: the same document, file null."""
+    f = trace("linear-grad.pickle")
+    data = open(f, "rb").read()
+    a = gpuplan.replay(f).to_dict()
+    b = gpuplan.replay(data).to_dict()
+    assert b["file"] is None and a["file"] == f
+    a.pop("file"), b.pop("file")
+    assert a == b
+    with pytest.raises(gpuplan.Error):
+        cat.replay(b"\x80\x04 not a snapshot")

@@ -195,6 +195,8 @@ class Catalog(_Catalog):
         """Replay a torch memory snapshot (``gpuplan replay FILE --json``); options
         as the command's: ``alloc_conf``, ``capacity`` (MiB, or "18700MiB"),
         ``gpu``, ``device``, ``timeline``, ``summary``, ``torch``."""
+        if isinstance(path, (bytes, bytearray, memoryview)):
+            return self.replay_bytes(bytes(path), **options)
         return self.run("replay", file=_os.fspath(path), **options)
 
     # planners: plan, perf, search, simulate and run come from the C type
