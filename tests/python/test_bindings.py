@@ -441,11 +441,12 @@ def test_devices_on_the_fake_driver(cat, monkeypatch):
     monkeypatch.setenv("FAKE_NVML_TEMP", "77")
     devs = cat.devices()
     assert [d.name for d in devs] == ["NVIDIA A100-SXM4-40GB"] * 2
-    assert devs[1].sku == "a100-sxm4-40gb" and devs[1].temperature_c == 77
-    assert devs[0].driver_version == "550.54.15" and devs[0].memory_total_bytes == 40960 * 2**20
+    assert devs[1].sku == "a100-sxm4-40gb" and devs[1].temperature.gpu_c == 77
+    doc = cat.smi()
+    assert doc.driver.version == "550.54.15" and devs[0].memory.total_bytes == 40960 * 2**20
     monkeypatch.setenv("GPUPLAN_LIBNVML", "/nonexistent/libnvidia-ml.so.1")
     d = cat.devices()[0]
-    assert d.temperature_c is None and d.memory_free_bytes > 0  # no NVML: memory only
+    assert d.temperature.gpu_c is None and d.memory.free_bytes > 0  # no NVML: memory only
 
 
 def test_close_while_another_thread_runs():
