@@ -16,7 +16,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "pip install failed (${rc}):\n${out}\n${err}")
 endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -E env PYTHONPATH=${WORK}/site
-                        ${PYTHON} -c "import gpuplan, sys; p = gpuplan.Catalog().plan('llama-2-7b', 'a100-40gb'); assert gpuplan.__file__.startswith(sys.argv[1]), gpuplan.__file__; assert not p.worst.fits and p.ladder[-1].change == 'ZeRO-3 across 4 GPUs', p.ladder; print('installed', gpuplan.__version__, gpuplan.__file__)" ${WORK}/site
+                        ${PYTHON} -c "import gpuplan, sys; p = gpuplan.Catalog().plan('llama-2-7b', 'a100-40gb'); assert gpuplan.__file__.startswith(sys.argv[1]), gpuplan.__file__; assert not p.worst.fits and p.ladder[-1].fits and p.schema == 'gpuplan.plan/1', p.ladder; print('installed', gpuplan.__version__, gpuplan.__file__)" ${WORK}/site
                 WORKING_DIRECTORY ${WORK}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}${err}")
