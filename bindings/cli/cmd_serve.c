@@ -48,7 +48,8 @@ static void print_tokens(const char *label, double v) {
 
 static int render_serve(cli *c, gpuplan_doc *doc) {
   const gpuplan_value *r = gpuplan_doc_root(doc), *m = dv(r, "memory"), *sp = dv(r, "speed"), *lay = dv(r, "layout");
-  const gpuplan_value *ld = dv(r, "load"), *comps = dv(m, "components"), *d = dv(r, "defaults"), *notes = dv(r, "notes");
+  const gpuplan_value *ld = dv(r, "load"), *comps = dv(m, "components"), *d = dv(r, "defaults");
+  const gpuplan_value *notes = dv(r, "notes");
   const gpuplan_value *logl = dv(m, "engine_log"), *cost = dv(r, "cost"), *slo = dv(r, "slo");
   char name[256], hw[256], tmp[64];
   size_t i, n;
@@ -59,10 +60,15 @@ static int render_serve(cli *c, gpuplan_doc *doc) {
   else term_safe(dstr(r, "gpu_name"), hw, sizeof hw);
   printf("%s (%.3gB params, %s) served by %s %s on %s%s", name, dnum(r, "params") / 1e9, dstr(r, "arch"),
          dstr(r, "engine"), dstr(r, "engine_version"), dbool(r, "cpu_only") ? "the CPUs of " : "", hw);
-  printf(": tp %lld, pp %lld%s, %lld replica%s (%lld GPU%s)\n", (long long)dint(lay, "tp"), (long long)dint(lay, "pp"),
-         dint(lay, "ep") > 1 ? ", expert parallel" : "", (long long)dint(lay, "replicas"),
-         dint(lay, "replicas") == 1 ? "" : "s", (long long)dint(lay, "gpus"), dint(lay, "gpus") == 1 ? "" : "s");
-  if (strcmp(dstr(r, "model_source"), "size") == 0) printf("  shape: %s's, scaled to %.3gB parameters\n", dstr(r, "shape_of"), dnum(r, "params") / 1e9);
+  if (dbool(r, "cpu_only"))
+    printf(": %lld replica%s\n", (long long)dint(lay, "replicas"), dint(lay, "replicas") == 1 ? "" : "s");
+  else
+    printf(": tp %lld, pp %lld%s, %lld replica%s (%lld GPU%s)\n", (long long)dint(lay, "tp"),
+           (long long)dint(lay, "pp"), dint(lay, "ep") > 1 ? ", expert parallel" : "", (long long)dint(lay, "replicas"),
+           dint(lay, "replicas") == 1 ? "" : "s", (long long)dint(lay, "gpus"), dint(lay, "gpus") == 1 ? "" : "s");
+  if (strcmp(dstr(r, "model_source"), "catalog") != 0)
+    printf("  model: from its %s%s%s\n", dstr(r, "model_source"), disnull(r, "shape_of") ? "" : ", the catalog's ",
+           disnull(r, "shape_of") ? "" : dstr(r, "shape_of"));
   printf("  weights %s", dstr(lay, "weights"));
   if (dbool(m, "has_kv_cache"))
     printf(", KV %s (%s, %lld-token blocks)", dstr(lay, "kv_dtype"), dbool(lay, "paged") ? "paged" : "contiguous",
@@ -315,7 +321,8 @@ static int render_validate(cli *c, gpuplan_doc *doc) {
   n = gpuplan_value_count(as);
   if (n) printf("\nassumptions:\n");
   for (i = 0; i < n; i++)
-    printf("  %s (%lld rows)\n", dstr(gpuplan_value_at(as, i), "text"), (long long)dint(gpuplan_value_at(as, i), "rows"));
+    printf("  %s (%lld rows)\n", dstr(gpuplan_value_at(as, i), "text"),
+           (long long)dint(gpuplan_value_at(as, i), "rows"));
   n = gpuplan_value_count(sk);
   if (n) printf("\nskipped:\n");
   for (i = 0; i < n; i++) {
@@ -352,7 +359,8 @@ static int serve_extra(cli *c, void *payload, int argc, char **argv, int i) {
 
 int cmd_serve(cli *c, int argc, char **argv) {
   return cli_run(c, gpuplan_command_find("serve"), argc, argv,
-                 "usage: gpuplan serve MODEL (--gpu SKU [--tp N] [--gpus G] | --node VM) [--engine vllm|sglang|trtllm|tgi]\n"
+                 "usage: gpuplan serve MODEL (--gpu SKU [--tp N] [--gpus G] | --node VM)\n"
+                 "                     [--engine vllm|sglang|trtllm|tgi]\n"
                  "                     [--input-len I --output-len O] [--concurrency N | --rate R | --batch B]\n"
                  "                     [--slo-ttft MS --slo-itl MS [--slo-quantile p50|p90|p99]] [--check] [--json]\n"
                  "       gpuplan serve MODEL --search --rate R --slo-ttft MS --slo-itl MS [--top K] [--json]\n"

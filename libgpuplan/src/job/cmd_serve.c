@@ -229,7 +229,8 @@ static int resolve_cfg(serve_job *s) {
   if (!s->hw.gpu && tpp > 1)
     return gpuplan__error(j->ctx, GPUPLAN_EINVAL, "tp, pp: CPU serving runs one replica per node (tp = pp = 1)");
   if ((int64_t)m->a % c->tp)
-    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_TP), "%lld does not divide the model's %.0f attention heads",
+    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_TP),
+                              "%lld does not divide the model's %.0f attention heads",
                               (long long)c->tp, m->a);
   if ((int64_t)m->kv % c->tp && c->tp % (int64_t)m->kv)
     return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_TP),
@@ -239,7 +240,8 @@ static int resolve_cfg(serve_job *s) {
                               "%lld GPUs: tensor parallelism stays inside a node (%d GPUs)", (long long)c->tp,
                               s->hw.gpus_per_node);
   if (c->pp > (int64_t)m->L)
-    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_PP), "%lld stages for %.0f layers", (long long)c->pp, m->L);
+    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_PP), "%lld stages for %.0f layers", (long long)c->pp,
+                              m->L);
   if (c->ep > 1 && (m->E <= 1 || c->ep != c->tp || (int64_t)m->E % c->ep))
     return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_EP),
                               "expert parallelism spans the tensor-parallel group: ep = tp, dividing the experts "
@@ -266,7 +268,8 @@ static int resolve_cfg(serve_job *s) {
   if (!jset(j, J_KV)) kv = c->w == GPUPLAN__W_FP16 || c->w == GPUPLAN__W_FP32 ? GPUPLAN_DTYPE_FP16 : GPUPLAN_DTYPE_BF16;
   if (kv == GPUPLAN_DTYPE_BF16 && s->hw.gpu && s->hw.cc_major < 8) {
     if (jset(j, J_KV))
-      return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_KV), "bf16 needs compute capability 8.0 or newer (use fp16)");
+      return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_KV),
+                                "bf16 needs compute capability 8.0 or newer (use fp16)");
     kv = GPUPLAN_DTYPE_FP16;
   }
   if (kv == GPUPLAN_DTYPE_INT4)
@@ -488,7 +491,8 @@ static const char *kernel_text(const serve_job *s) {
   case GPUPLAN__W_W8A16: return "8-bit weights dequantised in the GEMM (Marlin W8A16), 16-bit tensor cores";
   case GPUPLAN__W_AWQ:
   case GPUPLAN__W_GPTQ:
-    return hw->cc_major >= 8 ? "4-bit weights dequantised in the GEMM (Marlin W4A16: ~4x less weight traffic, 16-bit math)"
+    return hw->cc_major >= 8
+               ? "4-bit weights dequantised in the GEMM (Marlin W4A16: ~4x less weight traffic, 16-bit math)"
                              : "4-bit weights dequantised in the GEMM (AWQ/GPTQ kernels for sm_75), 16-bit math";
   case GPUPLAN__W_NVFP4: return "NVFP4 GEMMs on FP4 tensor cores (Blackwell), FP8 scales per 16 values";
   case GPUPLAN__W_FP32: return "FP32 weights (TF32/FP32 math)";
@@ -650,7 +654,8 @@ static void put_head(gpuplan__docb *b, const serve_job *s) {
   gpuplan__doc_str(b, "node", s->hw.node ? s->hw.node->id : NULL);
   gpuplan__doc_bool(b, "cpu_only", !s->hw.gpu);
   gpuplan__doc_str(b, "engine", gpuplan__engine_name(c->engine));
-  if (c->ver[0] || c->ver[1] || c->ver[2]) gpuplan__doc_strf(b, "engine_version", "%d.%d.%d", c->ver[0], c->ver[1], c->ver[2]);
+  if (c->ver[0] || c->ver[1] || c->ver[2])
+    gpuplan__doc_strf(b, "engine_version", "%d.%d.%d", c->ver[0], c->ver[1], c->ver[2]);
   else gpuplan__doc_str(b, "engine_version", "latest");
   gpuplan__doc_obj(b, "layout");
   gpuplan__doc_int(b, "tp", c->tp);
@@ -671,9 +676,12 @@ static void put_head(gpuplan__docb *b, const serve_job *s) {
   gpuplan__doc_real(b, "output_len", s->load.out);
   gpuplan__doc_str(b, "lengths", s->load.exp_lengths ? "exponential" : "fixed");
   gpuplan__doc_real(b, "rate", s->load.kind == GPUPLAN__LOAD_RATE ? s->rate_total : NAN);
-  gpuplan__doc_real(b, "concurrency", s->load.kind == GPUPLAN__LOAD_CONCURRENCY || s->load.kind == GPUPLAN__LOAD_BATCH
-                                          ? s->load.concurrency * (s->load.kind == GPUPLAN__LOAD_BATCH ? 1 : (double)s->replicas)
-                                          : NAN);
+  {
+    double conc = NAN;
+    if (s->load.kind == GPUPLAN__LOAD_CONCURRENCY) conc = s->load.concurrency * (double)s->replicas;
+    else if (s->load.kind == GPUPLAN__LOAD_BATCH) conc = s->load.concurrency;
+    gpuplan__doc_real(b, "concurrency", conc);
+  }
   gpuplan__doc_end(b);
 }
 

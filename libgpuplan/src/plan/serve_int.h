@@ -89,7 +89,7 @@ int gpuplan__serve_k_apply(gpuplan_ctx *ctx, gpuplan__serve_k *k, const char *sp
 /* --- the model --------------------------------------------------------------------- */
 
 typedef struct gpuplan__smodel {
-  char id[96];
+  char id[128];
   int encoder;            /* an encoder (BERT): no KV cache, no decode */
   double params;          /* published parameter count */
   double L, h, a, kv, d, f, V, E, k;

@@ -265,7 +265,8 @@ int gpuplan__serve_memory(gpuplan_ctx *ctx, const gpuplan__scfg *c, gpuplan__sme
       /* V1: the dummy run at T tokens, then the dummy sampler's fp32 logits and probabilities */
       act = T * aT + S * m->V * 8;
       o->formula[GPUPLAN__SM_ACT] =
-          "T x (3h + 3f/tp) x 2 + S x V x 8: the profile run at T = max_num_batched_tokens, the sampler at S = max_num_seqs";
+          "T x (3h + 3f/tp) x 2 + S x V x 8: the profile run at T = max_num_batched_tokens, the sampler at "
+          "S = max_num_seqs";
     }
     if (m->encoder) act = T * aT;
     if (!m->encoder) w += (m->max_len > 0 ? m->max_len : 4096) * m->d * 2; /* rotary cos/sin cache */
@@ -332,7 +333,8 @@ int gpuplan__serve_memory(gpuplan_ctx *ctx, const gpuplan__scfg *c, gpuplan__sme
   o->item[GPUPLAN__SM_NONTORCH] = nt;
   o->item[GPUPLAN__SM_GRAPHS] = graphs;
   o->formula[GPUPLAN__SM_NONTORCH] = isfinite(c->non_torch) ? "given"
-                                     : "CUDA context, NCCL, cuBLAS: 0.30 GiB (+0.05 with tp > 1), median of published vLLM logs";
+                                     : "CUDA context, NCCL, cuBLAS: 0.30 GiB (+0.05 with tp > 1), median of "
+                                       "published vLLM logs";
   o->formula[GPUPLAN__SM_GRAPHS] =
       c->eager ? "" : isfinite(c->graph_bytes) ? "given" : "CUDA graph pools, captured after the KV cache (estimate)";
   o->weights_ok = w + act + nt <= budget;

@@ -72,7 +72,8 @@ static const struct {
   size_t off;
 } knames[] = {
 #define K(f) {#f, offsetof(gpuplan__serve_k, f)}
-  K(hbm_eff), K(gemm_eff), K(attn_eff), K(fp8_rel), K(fp4_rel), K(w4_rel), K(moe_rel), K(overlap_p), K(gemm_half_tokens),
+  K(hbm_eff), K(gemm_eff), K(attn_eff), K(fp8_rel), K(fp4_rel), K(w4_rel), K(moe_rel), K(overlap_p),
+  K(gemm_half_tokens),
   K(seq_s), K(layer_graph_s), K(layer_eager_s), K(ttft_s), K(ar_fixed_s), K(pcie_hop_s), K(nvlink_eff),
   K(pcie_eff), K(trt_kv_eff), K(cpu_bw_per_vcpu), K(cpu_eff), K(pp_eff),
 #undef K
@@ -151,7 +152,8 @@ static const struct {
   const char *source;
 } flops_table[] = {
   {"a10g", 70e12, 140e12,
-   "A10G dense FP16/BF16 tensor 70 TFLOP/s, INT8 140 TOPS (https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference/)"},
+   "A10G dense FP16/BF16 tensor 70 TFLOP/s, INT8 140 TOPS "
+   "(https://www.baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference/)"},
 };
 
 static int version_major(const char *cc) { return cc ? atoi(cc) : 0; }

@@ -404,7 +404,8 @@ static int do_row(gpuplan_ctx *ctx, gpuplan_catalog *cat, const gpuplan__serve_k
     if (strcmp(metric, "kv_cache_tokens") == 0) p = mem.kv_tokens;
     else if (strcmp(metric, "kv_cache_gib") == 0) p = mem.item[GPUPLAN__SM_KV] / GiB;
     else if (strcmp(metric, "gpu_kv_blocks") == 0) p = mem.kv_blocks;
-    else if (strcmp(metric, "weights_gb_per_gpu") == 0) p = mem.item[GPUPLAN__SM_WEIGHTS] / GiB; /* vLLM's "GB" are GiB */
+    else if (strcmp(metric, "weights_gb_per_gpu") == 0)
+      p = mem.item[GPUPLAN__SM_WEIGHTS] / GiB; /* vLLM's "GB" are GiB */
     else if (strcmp(metric, "peak_torch_memory_gib") == 0)
       p = (mem.item[GPUPLAN__SM_WEIGHTS] + mem.item[GPUPLAN__SM_ACT]) / GiB;
     else if (strcmp(metric, "activation_peak_gib") == 0) p = mem.item[GPUPLAN__SM_ACT] / GiB;
