@@ -100,7 +100,7 @@ def test_corpus_is_large_enough():
     assert len(CORPUS) >= 40
     # every command of the job API has jobs in the corpus
     assert {j["command"] for j in CORPUS} >= {"plan", "perf", "search", "simulate", "replay", "explain-oom",
-                                             "catalog", "version", "smi", "topo", "doctor", "validate"}
+                                             "catalog", "version", "smi", "topo", "doctor", "validate", "serve"}
 
 
 @pytest.mark.parametrize("i", range(len(CORPUS)), ids=[
