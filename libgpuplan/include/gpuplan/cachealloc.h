@@ -136,10 +136,10 @@ GPUPLAN_API int gpuplan_cachealloc_new(gpuplan_ctx *ctx, const gpuplan_alloc_con
                                       uint64_t capacity, const gpuplan_device_ops *device,
                                       gpuplan_cachealloc **out);
 
-/** Free an allocator (its device segments are returned first).  Accepts NULL. */
+/** Free an allocator (its device segments are returned first).  Accepts NULL.  @errors none  @threads ctx  @since 0.2.0 */
 GPUPLAN_API void gpuplan_cachealloc_free(gpuplan_cachealloc *a);
 
-/** Receive every trace entry (NULL to stop).  @threads ctx */
+/** Receive every trace entry (NULL to stop).  @threads ctx  @errors none  @since 0.2.0 */
 GPUPLAN_API void gpuplan_cachealloc_set_trace(gpuplan_cachealloc *a, gpuplan_alloc_trace_fn fn,
                                              void *payload);
 
@@ -173,13 +173,13 @@ GPUPLAN_API int gpuplan_cachealloc_release(gpuplan_cachealloc *a, uint64_t addr)
  */
 GPUPLAN_API int gpuplan_cachealloc_empty_cache(gpuplan_cachealloc *a);
 
-/** The statistics (borrowed; valid while the allocator lives). */
+/** The statistics (borrowed; valid while the allocator lives).  @errors none  @threads ctx  @since 0.2.0 */
 GPUPLAN_API const gpuplan_alloc_stats *gpuplan_cachealloc_stats(const gpuplan_cachealloc *a);
 
-/** The configuration in force (borrowed). */
+/** The configuration in force (borrowed).  @errors none  @threads ctx  @since 0.2.0 */
 GPUPLAN_API const gpuplan_alloc_conf *gpuplan_cachealloc_conf(const gpuplan_cachealloc *a);
 
-/** Largest free cached block and total free cached bytes (fragmentation view). */
+/** Largest free cached block and total free cached bytes (fragmentation view).  @errors none  @threads ctx  @since 0.2.0 */
 GPUPLAN_API void gpuplan_cachealloc_free_space(const gpuplan_cachealloc *a, uint64_t *largest_out,
                                               uint64_t *total_out);
 
@@ -197,13 +197,14 @@ typedef struct gpuplan_segment_info {
   size_t nblocks;
 } gpuplan_segment_info;
 
-/** Number of segments. */
+/** Number of segments.  @errors none  @threads ctx  @since 0.2.0 */
 GPUPLAN_API size_t gpuplan_cachealloc_segment_count(const gpuplan_cachealloc *a);
 
 /**
  * Segment i in address order, and up to cap of its blocks in address order.
  * @return GPUPLAN_OK or GPUPLAN_EINVAL (i out of range).
  * @threads ctx
+ * @errors any  @since 0.2.0
  */
 GPUPLAN_API int gpuplan_cachealloc_segment(gpuplan_cachealloc *a, size_t i,
                                           gpuplan_segment_info *seg_out,
@@ -218,7 +219,7 @@ GPUPLAN_API int gpuplan_cachealloc_segment(gpuplan_cachealloc *a, size_t i,
  */
 GPUPLAN_API int gpuplan_cachealloc_summary(gpuplan_cachealloc *a, char **out);
 
-/** PyTorch's format_size(): "512 bytes", "2.00 MiB", "1.50 GiB" into buf. */
+/** PyTorch's format_size(): "512 bytes", "2.00 MiB", "1.50 GiB" into buf.  @errors none  @threads any  @since 0.1.0 */
 GPUPLAN_API void gpuplan_format_size(uint64_t bytes, char *buf, size_t cap);
 
 /** What a PyTorch OOM message says (gpuplan_oom_parse). Sizes in bytes. */

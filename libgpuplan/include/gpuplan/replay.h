@@ -35,20 +35,20 @@ typedef struct gpuplan_snapshot gpuplan_snapshot;
 GPUPLAN_API int gpuplan_snapshot_load(gpuplan_ctx *ctx, const char *path, int device,
                                       gpuplan_snapshot **out);
 
-/** The same from a buffer (not retained). */
+/** The same from a buffer (not retained).  @errors any  @threads ctx  @since 0.1.0 */
 GPUPLAN_API int gpuplan_snapshot_load_buffer(gpuplan_ctx *ctx, const void *buf, size_t len,
                                              int device, gpuplan_snapshot **out);
 
-/** Free a snapshot.  Accepts NULL. */
+/** Free a snapshot.  Accepts NULL.  @errors none  @threads ctx  @since 0.1.0 */
 GPUPLAN_API void gpuplan_snapshot_free(gpuplan_snapshot *s);
 
-/** Trace events of the chosen device. */
+/** Trace events of the chosen device.  @errors none  @threads ctx  @since 0.1.0 */
 GPUPLAN_API size_t gpuplan_snapshot_event_count(const gpuplan_snapshot *s);
-/** Event i (borrowed), or NULL. */
+/** Event i (borrowed), or NULL.  @errors none  @threads ctx  @since 0.1.0 */
 GPUPLAN_API const gpuplan_alloc_event *gpuplan_snapshot_event(const gpuplan_snapshot *s, size_t i);
-/** Segments of the chosen device in the file's final state. */
+/** Segments of the chosen device in the file's final state.  @errors none  @threads ctx  @since 0.1.0 */
 GPUPLAN_API size_t gpuplan_snapshot_segment_count(const gpuplan_snapshot *s);
-/** The allocator settings recorded in the file (defaults when absent). */
+/** The allocator settings recorded in the file (defaults when absent).  @errors none  @threads ctx  @since 0.1.0 */
 GPUPLAN_API const gpuplan_alloc_conf *gpuplan_snapshot_conf(const gpuplan_snapshot *s);
 
 #define GPUPLAN_REPLAY_OPTIONS_VERSION 1
@@ -134,11 +134,11 @@ typedef struct gpuplan_recorder gpuplan_recorder;
 
 /** Create a recorder.  @errors nomem  @threads ctx  @since 0.1.0 */
 GPUPLAN_API int gpuplan_recorder_new(gpuplan_ctx *ctx, gpuplan_recorder **out);
-/** Free a recorder.  Accepts NULL. */
+/** Free a recorder.  Accepts NULL.  @errors none  @threads ctx  @since 0.1.0 */
 GPUPLAN_API void gpuplan_recorder_free(gpuplan_recorder *r);
-/** A gpuplan_alloc_trace_fn: pass it with the recorder as payload. */
+/** A gpuplan_alloc_trace_fn: pass it with the recorder as payload.  @errors none  @threads any  @since 0.1.0 */
 GPUPLAN_API void gpuplan_recorder_trace(void *recorder, const gpuplan_alloc_event *ev);
-/** Number of entries recorded. */
+/** Number of entries recorded.  @errors none  @threads ctx  @since 0.1.0 */
 GPUPLAN_API size_t gpuplan_recorder_count(const gpuplan_recorder *r);
 
 /**
