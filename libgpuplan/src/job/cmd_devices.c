@@ -235,7 +235,8 @@ int gpuplan__machine_open(gpuplan_job *job, gpuplan__machine *m) {
   gpuplan__clear(m->ctx);
   if (m->ndev > GPUPLAN__MAX_GPUS) m->ndev = GPUPLAN__MAX_GPUS;
   if (m->open_rc) return GPUPLAN_OK; /* no driver: nothing to select; the document says why */
-  return select_gpus(job, m);
+  if ((rc = select_gpus(job, m))) gpuplan__machine_close(m); /* the caller only closes what opened */
+  return rc;
 }
 
 void gpuplan__machine_close(gpuplan__machine *m) {
