@@ -8,6 +8,7 @@ if [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs libcmocka-dev python3 binutils clang libclang-rt-14-dev"
   pkgs="$pkgs python3-dev python3-pytest python3-pandas python3-pip python3-setuptools python3-wheel"
   pkgs="$pkgs python3-distributed python3-nbclient python3-nbformat python3-ipykernel python3-matplotlib python3-matplotlib-inline"
+  pkgs="$pkgs python3-torch python3-torchvision"
   pkgs="$pkgs lua5.4 liblua5.4-dev lua5.1 liblua5.1-0-dev luajit libluajit-5.1-dev lua-busted lua-dkjson luarocks valgrind prometheus"
 fi
 missing=""

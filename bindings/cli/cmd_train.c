@@ -14,8 +14,9 @@ static double gib(double b) { return b / 1073741824.0; }
 static const char plan_about[] =
     "Per-GPU memory by component for training or serving MODEL, against the\n"
     "GPU's capacity; when it does not fit, the fix ladder, each rung quantified.\n"
-    "MODEL is a catalog model (gpuplan catalog models) or a size such as 7B\n"
-    "(Llama-2-7B's shape scaled to exactly that many parameters).\n";
+    "MODEL is a catalog model (gpuplan catalog models), a size such as 70B (the\n"
+    "catalog model of that size), a Hugging Face config.json (or its directory),\n"
+    "or none with the shape options (--layers, --hidden, --heads, --vocab, ...).\n";
 static const char perf_about[] =
     "Step time and its breakdown (compute, pipeline bubble, exposed tensor-,\n"
     "context-, pipeline- and data-parallel communication, optimizer), tokens/s,\n"
@@ -50,8 +51,8 @@ static void header(const gpuplan_value *r) {
     printf("%s (%.3gB params) %s on %lld x %s (%.1f GiB each)\n", name, dnum(r, "params") / 1e9,
            strcmp(dstr(r, "workload"), "train") == 0 ? "training" : "inference", (long long)dint(r, "gpus"),
            term_safe(dstr(r, "gpu_name"), gname, sizeof gname), gib(dnum(r, "gpu_memory_bytes")));
-  if (strcmp(dstr(r, "model_source"), "size") == 0)
-    printf("  shape: %s's, scaled to %.3gB parameters\n", dstr(r, "shape_of"), dnum(r, "params") / 1e9);
+  if (!disnull(r, "model_note")) printf("  model: %s\n", dstr(r, "model_note"));
+  if (dv(r, "impl")) printf("  implementation: %s\n", dstr(r, "impl_why"));
   if (strcmp(dstr(o, "workload"), "train") == 0) {
     printf("  precision %s, optimizer %s, convention %s, grads %s\n", dstr(o, "precision"), dstr(o, "optimizer"),
            dstr(o, "convention"),
@@ -106,9 +107,15 @@ static void print_stage(const gpuplan_value *r, const char *gpu_name, int worst)
   table_align(t, 2, 'r');
   table_print(t, stdout);
   table_free(t);
+  if (dv(r, "sum_bytes") && dnum(r, "sum_bytes") > dnum(r, "total_bytes"))
+    printf("the step peaks in %s (the components add up to %.2f GiB; not all coexist)\n", dstr(r, "peak_phase"),
+           gib(dnum(r, "sum_bytes")));
   if (dbool(r, "fits"))
     printf("FITS: %.2f GiB headroom (%.0f%% of the GPU used)\n", gib(dnum(r, "headroom_bytes")),
            100.0 * dnum(r, "total_bytes") / dnum(r, "capacity_bytes"));
+  else if (dv(r, "at_limit") && dbool(r, "at_limit"))
+    printf("AT THE LIMIT: %.2f GiB headroom, under 2%% of the GPU's %.2f GiB (fragmentation can make it OOM)\n",
+           gib(dnum(r, "headroom_bytes")), gib(dnum(r, "capacity_bytes")));
   else
     printf("DOES NOT FIT: short by %.2f GiB\n", gib(-dnum(r, "headroom_bytes")));
   if (dnum(r, "host_bytes") > 0) printf("host memory (offloaded): %.2f GiB\n", gib(dnum(r, "host_bytes")));

@@ -31,6 +31,7 @@ from ._gpuplan import Catalog as _Catalog
 from ._gpuplan import Document
 from ._gpuplan import options, result_fields, result_kinds  # noqa: F401
 from ._gpuplan import _register
+from .torch import from_torch  # noqa: F401  (gpuplan.torch: any torch.nn.Module, traced on the meta device)
 
 __all__ = [
     "Catalog", "Result", "Document", "replay", "explain_oom", "to_dataframe",

@@ -349,7 +349,11 @@ GPUPLAN_API int gpuplan_memory_eval(gpuplan_ctx *ctx, const gpuplan_model *model
                                     const gpuplan_memory_options *options,
                                     int64_t stage, gpuplan_memory *out);
 
-/** Parameters of a model computed from its shape (embeddings included once). */
+/**
+ * Parameters of a model computed from its shape (embeddings included once;
+ * the catalog row's fields only, without the memory options' extensions).
+ * @errors none  @threads any  @since 0.1.0
+ */
 GPUPLAN_API double gpuplan_model_params(const gpuplan_model *model);
 
 /** One rung of the fix ladder. */
@@ -402,19 +406,29 @@ GPUPLAN_API uint64_t gpuplan_gpu_usable_bytes(const gpuplan_gpu *gpu, const char
  */
 GPUPLAN_API int gpuplan_gpu_cc(const gpuplan_gpu *gpu);
 
-/** Names of enum values, for printing and parsing ("bf16-mixed", "adamw", "zero3", ...). */
+/*
+ * Names of enum values, for printing and parsing ("bf16-mixed", "adamw",
+ * "zero3", ...): static strings, "unknown" for a value out of range.
+ */
+/** The precision's name ("bf16-mixed").  @errors none  @threads any  @since 0.1.0 */
 GPUPLAN_API const char *gpuplan_precision_name(gpuplan_precision p);
+/** The optimizer's name ("adamw").  @errors none  @threads any  @since 0.1.0 */
 GPUPLAN_API const char *gpuplan_optimizer_name(gpuplan_optimizer o);
+/** The recompute mode's name ("selective").  @errors none  @threads any  @since 0.1.0 */
 GPUPLAN_API const char *gpuplan_recompute_name(gpuplan_recompute r);
+/** The data-parallel mode's name ("zero3").  @errors none  @threads any  @since 0.1.0 */
 GPUPLAN_API const char *gpuplan_dp_mode_name(gpuplan_dp_mode m);
+/** The pipeline schedule's name ("1f1b").  @errors none  @threads any  @since 0.1.0 */
 GPUPLAN_API const char *gpuplan_schedule_name(gpuplan_schedule s);
+/** The convention's name ("deepspeed").  @errors none  @threads any  @since 0.1.0 */
 GPUPLAN_API const char *gpuplan_convention_name(gpuplan_convention c);
+/** The dtype's name ("int4", "nf4").  @errors none  @threads any  @since 0.1.0 */
 GPUPLAN_API const char *gpuplan_dtype_name(gpuplan_dtype d);
-/** "fused", "eager", "compiled".  @since 0.2.0 */
+/** "fused", "eager", "compiled".  @errors none  @threads any  @since 0.2.0 */
 GPUPLAN_API const char *gpuplan_impl_name(gpuplan_impl i);
-/** "full", "lora", "qlora".  @since 0.2.0 */
+/** "full", "lora", "qlora".  @errors none  @threads any  @since 0.2.0 */
 GPUPLAN_API const char *gpuplan_finetune_name(gpuplan_finetune f);
-/** "foreach", "fused", "for-loop" (the default resolves per convention).  @since 0.2.0 */
+/** "foreach", "fused", "for-loop" ("default" resolves per convention).  @errors none  @threads any  @since 0.2.0 */
 GPUPLAN_API const char *gpuplan_opt_impl_name(gpuplan_opt_impl i);
 
 /**
@@ -434,7 +448,7 @@ GPUPLAN_API int gpuplan_enum_parse(gpuplan_ctx *ctx, const char *what,
  * commands map a size to the catalog model of that size (within 10%) and
  * say which, or refuse it naming the nearest; they never scale another
  * model's shape (options.params_override remains for callers of the C API).
- * @threads any  @since 0.1.0
+ * @errors none  @threads any  @since 0.1.0
  */
 GPUPLAN_API int gpuplan_parse_size(const char *s, double *params);
 

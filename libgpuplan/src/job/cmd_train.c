@@ -163,12 +163,25 @@ static int memory_options(gpuplan_job *j, gpuplan_memory_options *o) {
 static void apply_model_defaults(gpuplan_job *j, train_job *t) {
   gpuplan_memory_options *o = &t->js.options;
   const gpuplan_gpu *g = t->js.gpu;
-  if (!misset(j, M_IMPL)) o->impl = t->mr.impl;
+  if (!misset(j, M_IMPL)) {
+    o->impl = t->mr.impl;
+    /* Tensor, pipeline, sequence or context parallelism is Megatron-core's
+     * (or NeMo's): its fused kernels keep Korthikanti's tensors. */
+    if (o->impl == GPUPLAN_IMPL_EAGER && strcmp(t->mr.source, "module") &&
+        (o->tp > 1 || o->pp > 1 || o->cp > 1 || o->sequence_parallel)) {
+      o->impl = GPUPLAN_IMPL_FUSED;
+      t->mr.impl = GPUPLAN_IMPL_FUSED;
+      t->mr.impl_why = "fused: tensor/pipeline/sequence/context parallelism is Megatron-core's, with its fused kernels "
+                       "(Korthikanti's count)";
+    }
+  }
   /* Eager PyTorch mixed precision is torch.autocast over fp32 weights: the
    * HF Trainer's accounting, unless the job shards or names another. */
   if (!isset(j, J_CONVENTION) && !isset(j, J_ZERO) && !isset(j, J_FSDP) && !isset(j, J_DP_MODE) &&
       o->impl != GPUPLAN_IMPL_FUSED)
     o->convention = GPUPLAN_CONV_HF;
+  /* The model's own training dropout (Llama-style models train without it: MM-11). */
+  if (!isset(j, J_DROPOUT) && t->mr.dropout >= 0) o->dropout = t->mr.dropout;
   if (g && o->precision_auto && gpuplan_gpu_cc(g) > 0 && gpuplan_gpu_cc(g) < 80 &&
       (o->precision == GPUPLAN_PREC_BF16_MIXED || o->precision == GPUPLAN_PREC_BF16)) {
     o->precision = GPUPLAN_PREC_FP16_MIXED;
@@ -214,6 +227,11 @@ static int resolve(gpuplan_job *j, train_job *t, int cpu_ok) {
                               "a node has its own GPU count; per_node is for a bare gpu");
   GPUPLAN_TRY(memory_options(j, &t->js.options));
   GPUPLAN_TRY(gpuplan__model_resolve(j, &t->mr, &t->js.options));
+  /* perf and search (the commands with a global batch) need FLOPs, which a traced module has not */
+  if (!strcmp(t->mr.source, "module") && (cpu_ok || isset(j, J_GLOBAL_BATCH)))
+    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, MOPT(M_MODULE_PARAMS),
+                              "a traced module has a memory model but no FLOP count: plan and simulate take it, "
+                              "perf and search do not");
   t->model_arg = model ? model : t->mr.label;
   t->sized = !strcmp(t->mr.source, "size");
   if (node) {
@@ -406,6 +424,9 @@ static void put_defaults(gpuplan__docb *b, gpuplan_job *j, const train_job *t) {
     if (ids[i] == J_PRECISION && t->precision_swapped)
       snprintf(text, sizeof text, "%s (the %s has no bf16: compute capability below 8.0)",
                gpuplan_precision_name(o->precision), t->js.gpu->name);
+    if (ids[i] == J_DROPOUT && t->mr.dropout >= 0)
+      snprintf(text, sizeof text, "%s (the model's: %s)", o->dropout ? "true" : "false",
+               t->mr.dropout ? "it trains with dropout" : "it trains without dropout");
     if (ids[i] == J_CONVENTION && o->convention == GPUPLAN_CONV_HF && !gpuplan__job_isset(j, MOPT(M_MODULE_PARAMS)))
       snprintf(text, sizeof text, "hf (eager PyTorch: mixed precision is torch.autocast over fp32 weights)");
     put_default(b, opt->name, text);
@@ -737,6 +758,7 @@ static int search_across(gpuplan_job *j, gpuplan_doc **out) {
   double size = 0, tokens = gpuplan__job_real(j, JOPT(J_TOKENS), 0), days = gpuplan__job_real(j, JOPT(J_DAYS), 0);
   int64_t G = iopt(j, J_GLOBAL_BATCH, 0), max_nodes = iopt(j, J_MAX_NODES, 64);
   across_row *rows;
+  gpuplan__model_res *mr;
   size_t nrows = 0, cap = 1024, i, nn;
   gpuplan__docb *b;
   int sized, rc = GPUPLAN_OK;
@@ -746,15 +768,21 @@ static int search_across(gpuplan_job *j, gpuplan_doc **out) {
   if (sopt(j, J_GPU) || sopt(j, J_NODE) || isset(j, J_GPUS))
     return gpuplan__error(j->ctx, GPUPLAN_EINVAL, "gpu, node, gpus: search across tries every priced node type");
   GPUPLAN_TRY(memory_options(j, &o));
-  sized = gpuplan_parse_size(model, &size);
-  if (sized) {
-    GPUPLAN_TRY(gpuplan_catalog_model(j->cat, "llama-2-7b", &m));
-    o.params_override = size;
-  } else {
-    GPUPLAN_TRY(gpuplan_catalog_model(j->cat, model, &m));
+  /* the model as every planning command resolves it (a size is a real model of that size) */
+  mr = gpuplan__calloc(j->ctx, 1, sizeof *mr);
+  if (!mr) return gpuplan__nomem(j->ctx);
+  if ((rc = gpuplan__model_resolve(j, mr, &o))) {
+    gpuplan__free(j->ctx, mr);
+    return rc;
   }
+  m = mr->m;
+  sized = !strcmp(mr->source, "size");
+  (void)size;
   rows = gpuplan__calloc(j->ctx, cap, sizeof *rows);
-  if (!rows) return gpuplan__nomem(j->ctx);
+  if (!rows) {
+    gpuplan__free(j->ctx, mr);
+    return gpuplan__nomem(j->ctx);
+  }
   nn = gpuplan_catalog_count(j->cat, GPUPLAN_KIND_NODE);
   for (i = 0; i < nn; i++) {
     const gpuplan_node *n = gpuplan_catalog_at(j->cat, GPUPLAN_KIND_NODE, i);
@@ -778,11 +806,13 @@ static int search_across(gpuplan_job *j, gpuplan_doc **out) {
   qsort(rows, nrows, sizeof *rows, cmp_across);
   if (!(b = gpuplan__doc_begin(j->ctx, "search-across"))) {
     gpuplan__free(j->ctx, rows);
+    gpuplan__free(j->ctx, mr);
     return gpuplan_errcode(j->ctx);
   }
-  gpuplan__doc_str(b, "model", sized ? model : m->id);
-  gpuplan__doc_str(b, "model_source", sized ? "size" : "catalog");
-  gpuplan__doc_real(b, "params", o.params_override > 0 ? o.params_override : gpuplan_model_params(m));
+  gpuplan__doc_str(b, "model", mr->label);
+  gpuplan__doc_str(b, "model_source", mr->source);
+  gpuplan__doc_real(b, "params", gpuplan_model_params(m));
+  (void)sized;
   gpuplan__doc_real(b, "tokens", tokens);
   gpuplan__doc_real(b, "days", days);
   gpuplan__doc_int(b, "global_batch", G);
@@ -806,6 +836,7 @@ static int search_across(gpuplan_job *j, gpuplan_doc **out) {
   }
   gpuplan__doc_end(b);
   gpuplan__free(j->ctx, rows);
+  gpuplan__free(j->ctx, mr);
   rc = gpuplan__doc_finish(b, out);
   return rc;
 }

@@ -147,6 +147,7 @@ typedef struct gpuplan__model_res {
   const char *source;           /* "catalog", "size", "config", "shape", "module" */
   char label[128];              /* the model's name in the documents */
   char note[512];               /* how it was resolved, in words */
+  int dropout;                  /* the model's training dropout: 1, 0, or -1 unknown (the option's default) */
   gpuplan_impl impl;            /* the implementation profile that applies by default */
   const char *impl_why;         /* why (static text) */
   /* defaults the resolution applied, for the documents' "defaults" */

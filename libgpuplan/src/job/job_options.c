@@ -14,7 +14,8 @@
 static const gpuplan_option_info opts[] = {
   /* model and hardware */
   {"model", "model", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "(required)",
-   "a catalog model (gpuplan catalog models) or a size such as 7B (Llama-2-7B's shape scaled to it)",
+   "a catalog model (gpuplan catalog models), a size such as 70B (the catalog model of that size), a Hugging "
+   "Face config.json or its directory; none with the shape options (layers, hidden, heads, vocab, ...)",
    TRAINING | C_SERVE, GPUPLAN_OPTF_POSITIONAL, "model"},
   {"gpu", "gpu", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "(gpu or node required)",
    "a GPU SKU from the catalog (gpuplan catalog gpus); replay: its memory less its CUDA context is the capacity",

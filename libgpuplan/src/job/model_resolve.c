@@ -494,6 +494,18 @@ static int read_config(gpuplan_job *j, const char *path, gpuplan__model_res *r, 
                             c.missing);
     goto out;
   }
+  {
+    /* the training dropout the config states (0.0 for Llama-style families) */
+    static const char *const keys[] = {"attention_dropout", "hidden_dropout", "attention_probs_dropout_prob",
+                                       "hidden_dropout_prob", "attn_pdrop", "resid_pdrop", "embd_pdrop",
+                                       "dropout_rate", "dropout"};
+    size_t k;
+    double dv;
+    int any = 0, on = 0;
+    for (k = 0; k < sizeof keys / sizeof keys[0]; k++)
+      if (cfg_num(&c, keys[k], &dv)) any = 1, on |= dv > 0;
+    r->dropout = any ? on : (fam && (fam->kind == 1 || fam->kind == 4 || fam->kind == 5) ? 1 : 0);
+  }
   m->max_seq_len = (double)maxpos;
   m->seq_len = maxpos > 4096 ? 4096 : maxpos;
   if (maxpos > 4096)
@@ -636,6 +648,16 @@ static int apply_shape(gpuplan_job *j, gpuplan__model_res *r, gpuplan_memory_opt
   return GPUPLAN_OK;
 }
 
+/* A catalog family's training dropout: modern decoders train without it. */
+static int family_dropout(const gpuplan_model *m) {
+  static const char *const none[] = {"llama", "mistral", "mixtral", "qwen", "gemma", "deepseek", "phi", "falcon"};
+  size_t i;
+  if (!m || !m->family) return -1;
+  for (i = 0; i < sizeof none / sizeof none[0]; i++)
+    if (!strncmp(m->family, none[i], strlen(none[i]))) return 0;
+  return -1;
+}
+
 /* The implementation profile that applies by default, and why. */
 static void default_impl(gpuplan__model_res *r) {
   const char *fam = r->base ? r->base->family : NULL;
@@ -657,6 +679,7 @@ int gpuplan__model_resolve(gpuplan_job *j, gpuplan__model_res *r, gpuplan_memory
   double size;
   int shape = any_shape(j), rc;
   memset(r, 0, sizeof *r);
+  r->dropout = -1;
   model_blank(&r->model);
   if (mset(j, M_MODULE_PARAMS)) {
     gpuplan_module_desc *md = &o->module;
@@ -752,6 +775,7 @@ int gpuplan__model_resolve(gpuplan_job *j, gpuplan__model_res *r, gpuplan_memory
     r->model.id = r->label;
     r->model.name = r->label;
   }
+  if (r->dropout < 0) r->dropout = family_dropout(r->base);
   default_impl(r);
   return GPUPLAN_OK;
 }

@@ -262,7 +262,9 @@ int gpuplan_gpu_cc(const gpuplan_gpu *g) {
   const char *s;
   int major = 0, minor = 0;
   if (!g || !(s = g->compute_capability) || !*s) return 0;
-  if (sscanf(s, "%d.%d", &major, &minor) < 1 || major < 1 || major > 99 || minor < 0 || minor > 9) return 0;
+  while (*s >= '0' && *s <= '9' && major < 100) major = major * 10 + (*s++ - '0');
+  if (*s == '.' && s[1] >= '0' && s[1] <= '9') minor = s[1] - '0';
+  if (major < 1 || major > 99) return 0;
   return major * 10 + minor;
 }
 
@@ -943,8 +945,14 @@ static void encoder_infer(acc *a, const shape *sh, const gpuplan_memory_options 
           : "batch x len x (one layer's tensors) + batch x heads x len^2 x 6 (scores) + batch x len x V x 4 (MLM logits); no KV cache");
 }
 
+/* What every stage shares: the layers' per-token sums (computed once per evaluation). */
+typedef struct pre_sums {
+  int done;
+  layer_sums ld, lm, ldec;
+} pre_sums;
+
 static int eval_stage(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_gpu *g,
-                      const gpuplan_memory_options *oin, int64_t stage, gpuplan_memory *out) {
+                      const gpuplan_memory_options *oin, int64_t stage, gpuplan_memory *out, pre_sums *pre) {
   shape sh;
   acc a;
   gpuplan_memory_options oo = *oin;
@@ -1251,14 +1259,20 @@ static int eval_stage(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_gp
           "the most bytes backward adds above what is still saved (activation gradients), or forward's temporaries, per sample as traced");
       BW = fmax(BW, o->module.fwd_extra_bytes * b);
     } else {
-      layer_sums ld, lm, ldec;
       gpuplan__act ha[GPUPLAN__MAX_ACTS], ea[GPUPLAN__MAX_ACTS];
       int nh, ne;
       double Lact_dense = Ldense_stage, Lact_moe = Lmoe_stage;
-      layer_sums_of(m, o, GPUPLAN__LAYER_DENSE, &ld);
-      layer_sums_of(m, o, GPUPLAN__LAYER_MOE, &lm);
-      memset(&ldec, 0, sizeof ldec);
-      if (sh.Ldec > 0) layer_sums_of(m, o, GPUPLAN__LAYER_DECODER, &ldec);
+      layer_sums ld, lm, ldec;
+      if (!pre->done) {
+        memset(pre, 0, sizeof *pre);
+        if (sh.Ld > 0) layer_sums_of(m, o, GPUPLAN__LAYER_DENSE, &pre->ld);
+        if (sh.L - sh.Ld > 0) layer_sums_of(m, o, GPUPLAN__LAYER_MOE, &pre->lm);
+        if (sh.Ldec > 0) layer_sums_of(m, o, GPUPLAN__LAYER_DECODER, &pre->ldec);
+        pre->done = 1;
+      }
+      ld = pre->ld;
+      lm = pre->lm;
+      ldec = pre->ldec;
       A = (Lact_dense * ld.keep + Lact_moe * lm.keep + sh.Ldec * ldec.keep) * tok * inflight;
       put(&a, GPUPLAN_MEM_ACTIVATIONS, A, act_formula(o));
       if (o->recompute == GPUPLAN_RECOMPUTE_FULL) {
@@ -1410,10 +1424,12 @@ int gpuplan_memory_eval(gpuplan_ctx *ctx, const gpuplan_model *model, const gpup
   gpuplan_memory_options defaults = GPUPLAN_MEMORY_OPTIONS_INIT;
   const gpuplan_memory_options *o = options ? options : &defaults;
   int rc;
+  pre_sums pre;
   if (!ctx) return GPUPLAN_EMISUSE;
   if (!model || !gpu || !out)
     return gpuplan__error(ctx, GPUPLAN_EMISUSE, "memory: model, gpu and out must not be NULL");
   GPUPLAN_TRY(validate(ctx, model, gpu, o));
+  pre.done = 0;
   if (stage != GPUPLAN_STAGE_WORST && (stage < 0 || stage >= o->pp))
     return bad(ctx, "stage", "must be -1 (worst) or 0..pp-1", (long long)stage);
   if (stage == GPUPLAN_STAGE_WORST) {
@@ -1423,14 +1439,14 @@ int gpuplan_memory_eval(gpuplan_ctx *ctx, const gpuplan_model *model, const gpup
     gpuplan_memory tmp;
     int64_t i, n = o->pp;
     int all = o->first_stage_layers || o->last_stage_layers || (model->experts > 1 && o->dense_layers > 0);
-    rc = eval_stage(ctx, model, gpu, o, 0, out);
+    rc = eval_stage(ctx, model, gpu, o, 0, out, &pre);
     for (i = 1; rc == GPUPLAN_OK && i < n; i++) {
       if (!all && i != n - 1 && i != 1) continue;
-      rc = eval_stage(ctx, model, gpu, o, i, &tmp);
+      rc = eval_stage(ctx, model, gpu, o, i, &tmp, &pre);
       if (rc == GPUPLAN_OK && tmp.total > out->total) *out = tmp;
     }
   } else {
-    rc = eval_stage(ctx, model, gpu, o, stage, out);
+    rc = eval_stage(ctx, model, gpu, o, stage, out, &pre);
   }
   if (rc != GPUPLAN_OK) return rc;
   finish(gpu, o, out);
