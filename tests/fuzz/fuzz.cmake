@@ -55,3 +55,27 @@ foreach(_fz alloc_conf oom)
     set_tests_properties(fuzz_${_fz}_smoke PROPERTIES LABELS "fuzz" TIMEOUT 120)
   endif()
 endforeach()
+
+# The job API's parsers (option table, names and sizes, config.json): the
+# target uses only the public API, so it links the library (built without
+# coverage instrumentation: libFuzzer mutates blindly through it, still
+# under ASan and UBSan in the target).
+add_executable(fuzz_job_corpus ${CMAKE_CURRENT_LIST_DIR}/fuzz_job.c ${CMAKE_CURRENT_LIST_DIR}/run_corpus.c)
+target_link_libraries(fuzz_job_corpus PRIVATE gpuplan)
+file(GLOB _seeds ${CMAKE_CURRENT_LIST_DIR}/corpus/job/*)
+add_test(NAME fuzz_job_corpus COMMAND fuzz_job_corpus ${_seeds})
+set_tests_properties(fuzz_job_corpus PROPERTIES LABELS "unit;c")
+if(GPUPLAN_BUILD_FUZZERS AND CMAKE_C_COMPILER_ID MATCHES "Clang" AND NOT GPUPLAN_SANITIZE MATCHES "thread")
+  set(_flags -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g)
+  add_executable(fuzz_job ${CMAKE_CURRENT_LIST_DIR}/fuzz_job.c)
+  target_compile_options(fuzz_job PRIVATE ${_flags})
+  target_link_options(fuzz_job PRIVATE ${_flags})
+  target_link_libraries(fuzz_job PRIVATE gpuplan)
+  set(_work ${GPUPLAN_TEST_TMP}/fuzz_job)
+  file(MAKE_DIRECTORY ${_work}/corpus)
+  add_test(NAME fuzz_job_smoke
+           COMMAND fuzz_job -max_total_time=20 -max_len=4096 -rss_limit_mb=2048 -timeout=10
+                   -print_final_stats=1 -artifact_prefix=${_work}/ ${_work}/corpus ${CMAKE_CURRENT_LIST_DIR}/corpus/job
+           WORKING_DIRECTORY ${_work})
+  set_tests_properties(fuzz_job_smoke PROPERTIES LABELS "fuzz" TIMEOUT 120)
+endif()

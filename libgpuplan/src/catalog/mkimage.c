@@ -39,7 +39,7 @@ static void die(const char *what, const char *detail) {
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
   char *buf;
-  long n;
+  long n = 0;
   if (!f) die(path, "cannot open");
   if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
     die(path, "cannot size");
