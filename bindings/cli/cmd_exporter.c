@@ -23,7 +23,47 @@
 #include "cli.h"
 
 #ifdef GPUPLAN_HAVE_MHD
+#include <dlfcn.h>
 #include <microhttpd.h>
+
+/* libmicrohttpd, loaded when the exporter starts (dlopen): linked into the
+ * command it would load GnuTLS and p11-kit into every gpuplan process,
+ * several milliseconds of start-up for commands that serve no HTTP. */
+typedef struct mhd_api {
+  void *lib;
+  struct MHD_Response *(*create_response_from_buffer)(size_t, void *, enum MHD_ResponseMemoryMode);
+  enum MHD_Result (*queue_response)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
+  void (*destroy_response)(struct MHD_Response *);
+  enum MHD_Result (*add_response_header)(struct MHD_Response *, const char *, const char *);
+  struct MHD_Daemon *(*start_daemon)(unsigned int, uint16_t, MHD_AcceptPolicyCallback, void *,
+                                     MHD_AccessHandlerCallback, void *, ...);
+  const union MHD_DaemonInfo *(*get_daemon_info)(struct MHD_Daemon *, enum MHD_DaemonInfoType, ...);
+  void (*stop_daemon)(struct MHD_Daemon *);
+} mhd_api;
+
+/* 0, or a message of what failed. */
+static const char *mhd_load(mhd_api *m) {
+  static const char *const names[] = {"libmicrohttpd.so.12", "libmicrohttpd.so"};
+  size_t i;
+  memset(m, 0, sizeof *m);
+  for (i = 0; i < 2 && !m->lib; i++) m->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!m->lib) return "cannot load libmicrohttpd.so.12 (Debian: apt-get install libmicrohttpd12)";
+#define LOAD(field, sym)                                                        \
+  do {                                                                          \
+    void *p_ = dlsym(m->lib, sym);                                              \
+    if (!p_) return "libmicrohttpd lacks " sym;                                 \
+    memcpy(&m->field, &p_, sizeof p_);                                          \
+  } while (0)
+  LOAD(create_response_from_buffer, "MHD_create_response_from_buffer");
+  LOAD(queue_response, "MHD_queue_response");
+  LOAD(destroy_response, "MHD_destroy_response");
+  LOAD(add_response_header, "MHD_add_response_header");
+  LOAD(start_daemon, "MHD_start_daemon");
+  LOAD(get_daemon_info, "MHD_get_daemon_info");
+  LOAD(stop_daemon, "MHD_stop_daemon");
+#undef LOAD
+  return NULL;
+}
 #endif
 
 typedef struct exporter {
@@ -37,6 +77,9 @@ typedef struct exporter {
   double started;
   int once, exact, sim, has_load;
   unsigned long scrapes;
+#ifdef GPUPLAN_HAVE_MHD
+  mhd_api mhd;
+#endif
 } exporter;
 
 static volatile sig_atomic_t stop_flag;
@@ -83,9 +126,9 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
   (void)upload_size;
   (void)con_cls;
   if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-    resp = MHD_create_response_from_buffer(19, (void *)"method not allowed\n", MHD_RESPMEM_PERSISTENT);
-    ret = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, resp);
-    MHD_destroy_response(resp);
+    resp = e->mhd.create_response_from_buffer(19, (void *)"method not allowed\n", MHD_RESPMEM_PERSISTENT);
+    ret = e->mhd.queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, resp);
+    e->mhd.destroy_response(resp);
     return ret;
   }
   if (!strcmp(url, "/metrics")) {
@@ -93,22 +136,22 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
     if (rc) {
       const char *msg = gpuplan_errmsg(e->c->ctx);
       status = MHD_HTTP_INTERNAL_SERVER_ERROR;
-      resp = MHD_create_response_from_buffer(strlen(msg), (void *)msg, MHD_RESPMEM_MUST_COPY);
+      resp = e->mhd.create_response_from_buffer(strlen(msg), (void *)msg, MHD_RESPMEM_MUST_COPY);
     } else {
-      resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_COPY);
+      resp = e->mhd.create_response_from_buffer(len, text, MHD_RESPMEM_MUST_COPY);
       gpuplan_free(e->c->ctx, text);
-      if (resp) MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+      if (resp) e->mhd.add_response_header(resp, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
     }
   } else if (!strcmp(url, "/")) {
-    resp = MHD_create_response_from_buffer(sizeof index_page - 1, (void *)index_page, MHD_RESPMEM_PERSISTENT);
-    if (resp) MHD_add_response_header(resp, "Content-Type", "text/html");
+    resp = e->mhd.create_response_from_buffer(sizeof index_page - 1, (void *)index_page, MHD_RESPMEM_PERSISTENT);
+    if (resp) e->mhd.add_response_header(resp, "Content-Type", "text/html");
   } else {
     status = MHD_HTTP_NOT_FOUND;
-    resp = MHD_create_response_from_buffer(10, (void *)"not found\n", MHD_RESPMEM_PERSISTENT);
+    resp = e->mhd.create_response_from_buffer(10, (void *)"not found\n", MHD_RESPMEM_PERSISTENT);
   }
   if (!resp) return MHD_NO;
-  ret = MHD_queue_response(conn, status, resp);
-  MHD_destroy_response(resp);
+  ret = e->mhd.queue_response(conn, status, resp);
+  e->mhd.destroy_response(resp);
   return ret;
 }
 #endif
@@ -259,18 +302,23 @@ int cmd_exporter(cli *c, int argc, char **argv) {
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;
     addr.sin_port = htons((uint16_t)e.port);
+    const char *why;
     if (inet_pton(AF_INET, e.listen, &addr.sin_addr) != 1) {
       code = cli_fail(c, EXIT_USAGE, "exporter: --listen '%s' is not an IPv4 address", e.listen);
       goto done;
     }
-    d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)e.port, NULL, NULL, answer,
+    if ((why = mhd_load(&e.mhd))) {
+      code = cli_fail(c, EXIT_RUNTIME, "exporter: %s; --once still prints the metrics", why);
+      goto done;
+    }
+    d = e.mhd.start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)e.port, NULL, NULL, answer,
                          &e, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_TIMEOUT,
                          (unsigned)30, MHD_OPTION_END);
     if (!d) {
       code = cli_fail(c, EXIT_RUNTIME, "exporter: cannot listen on %s:%ld (in use?)", e.listen, e.port);
       goto done;
     }
-    info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    info = e.mhd.get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     fprintf(stderr, "gpuplan exporter: serving http://%s:%u/metrics\n", e.listen,
             info ? (unsigned)info->port : (unsigned)e.port);
     memset(&sa, 0, sizeof sa);
@@ -281,7 +329,7 @@ int cmd_exporter(cli *c, int argc, char **argv) {
       struct timespec ts = {0, 50 * 1000 * 1000};
       nanosleep(&ts, NULL);
     }
-    MHD_stop_daemon(d);
+    e.mhd.stop_daemon(d);
     fprintf(stderr, "gpuplan exporter: %lu scrapes served\n", e.scrapes);
   }
 #else
