@@ -1,6 +1,6 @@
 /*
  * test_cca.c: the caching-allocator model against the hand-derived
- * scenarios of ../shared/reference/allocator-rules.md section 9 (S1-S19),
+ * scenarios of data/reference/allocator-rules.md section 9 (S1-S19),
  * the rounding examples (S10), PYTORCH_CUDA_ALLOC_CONF parsing and the
  * exact OOM text (section 2).
  */

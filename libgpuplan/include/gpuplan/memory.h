@@ -4,7 +4,7 @@
  * For a model (a catalog record or one filled in by the caller), a GPU SKU,
  * a workload (training or inference) and a parallel layout, compute the
  * device memory of one rank by component, each component with the formula
- * that produced it (../shared/reference/formulas.md; docs/formulas.md).
+ * that produced it (data/reference/formulas.md; docs/formulas.md).
  *
  * Evaluation allocates nothing and does no I/O: it is pure arithmetic on the
  * inputs, microseconds per call, and the results are plain values.
