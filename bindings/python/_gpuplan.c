@@ -3,10 +3,10 @@
  *
  * House style (style.md 9.8): multi-phase init with module state, heap
  * types, exceptions in module state that also inherit the natural builtins,
- * the GIL released around every call that can take more than microseconds,
- * a per-object lock so that "one thread per context" holds from Python.
- * Results are plain Python dicts and lists; the pure-Python layer turns them
- * into objects with attributes (gpuplan/__init__.py).
+ * every command run without the GIL under a per-catalog lock, so that "one
+ * thread per context" holds from Python.  Every command is the library's job
+ * API (gpuplan_job_run); results are lazy views of its documents
+ * (gpuplan.Document), converted to Python values on access.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -72,27 +72,6 @@ static PyObject *raise_code(modstate *st, int rc, const char *msg) {
   Py_DECREF(exc);
   return NULL;
 }
-
-/* --- locking: the GIL is released while waiting and while working -------- */
-
-static int lock_catalog(CatalogObject *self, modstate *st) {
-  if (!self->cat) {
-    PyErr_SetString(st->Error, "gpuplan: the catalog is closed");
-    return -1;
-  }
-  if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
-    Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    Py_END_ALLOW_THREADS
-  }
-  return 0;
-}
-
-static void unlock_catalog(CatalogObject *self) { PyThread_release_lock(self->lock); }
-
-/* --- records as dicts, from the field descriptors ------------------------- */
-
-
 
 /* --- Catalog --------------------------------------------------------------- */
 
@@ -826,137 +805,6 @@ static PyObject *mod_register(PyObject *module, PyObject *factory) {
   Py_RETURN_NONE;
 }
 
-/* Small builders for the dicts of devices and replays (moving to the job API). */
-static int dset(PyObject *d, const char *key, PyObject *v) {
-  int rc;
-  if (!v) return -1;
-  rc = PyDict_SetItemString(d, key, v);
-  Py_DECREF(v);
-  return rc;
-}
-static PyObject *num(double v) { return isfinite(v) ? PyFloat_FromDouble(v) : Py_NewRef(Py_None); }
-static PyObject *i64(int64_t v) { return PyLong_FromLongLong(v); }
-static PyObject *u64(uint64_t v) { return PyLong_FromUnsignedLongLong(v); }
-static PyObject *str(const char *s) { return s ? PyUnicode_FromString(s) : Py_NewRef(Py_None); }
-
-/* --- devices: the nvidia-smi view of real (CUDA + NVML) or mock GPUs ------- */
-
-static PyObject *device_dict(gpuplan_backend *b, gpuplan_mock *sim, gpuplan_catalog *cat, int i) {
-  gpuplan_device_info info;
-  gpuplan_device_telemetry t;
-  uint64_t used, others = 0;
-  int tel;
-  PyObject *d;
-  char cc[16];
-  if (gpuplan_backend_device_info(b, i, cat, &info)) return NULL;
-  tel = gpuplan_backend_telemetry(b, i, &t) == GPUPLAN_OK;
-  used = info.total_bytes - info.free_bytes;
-  if (sim) {
-    gpuplan_mock_memory mem;
-    gpuplan_mock_memory_info(sim, i, &mem);
-    used = mem.used;
-    others = mem.others;
-  }
-  snprintf(cc, sizeof cc, "%d.%d", info.cc_major, info.cc_minor);
-  if (!(d = PyDict_New())) return NULL;
-#define NUMF(k, v) dset(d, k, tel ? num(v) : Py_NewRef(Py_None))
-#define INTF(k, v) dset(d, k, tel && (v) >= 0 ? i64(v) : Py_NewRef(Py_None))
-  if (dset(d, "index", i64(i)) || dset(d, "name", str(info.name)) || dset(d, "uuid", str(info.uuid)) ||
-      dset(d, "pci_bus_id", str(info.pci_bus_id)) || dset(d, "sku", str(info.sku ? info.sku->id : NULL)) ||
-      dset(d, "compute_capability", str(cc)) || dset(d, "sm_count", i64(info.sm_count)) ||
-      dset(d, "memory_total_bytes", u64(info.total_bytes)) || dset(d, "memory_used_bytes", u64(used)) ||
-      dset(d, "memory_free_bytes", u64(info.free_bytes)) || dset(d, "other_processes_bytes", u64(others)) ||
-      NUMF("temperature_c", t.temperature_c) || NUMF("power_w", t.power_w) ||
-      NUMF("power_limit_w", t.power_limit_w) || INTF("sm_clock_mhz", t.sm_clock_mhz) ||
-      INTF("max_sm_clock_mhz", t.max_sm_clock_mhz) || INTF("pstate", t.pstate) || NUMF("gpu_util", t.gpu_util) ||
-      NUMF("mem_util", t.mem_util) || INTF("throttle_reasons", t.throttle) ||
-      INTF("ecc_uncorrected", t.ecc_uncorrected) || INTF("ecc_corrected", t.ecc_corrected) ||
-      INTF("nvlink_links", t.nvlink_links) || INTF("nvlink_up", t.nvlink_up) ||
-      dset(d, "driver_version", str(tel && t.driver_version[0] ? t.driver_version : NULL))) {
-    Py_DECREF(d);
-    return NULL;
-  }
-#undef NUMF
-#undef INTF
-  return d;
-}
-
-static PyObject *Catalog_devices(CatalogObject *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"sim", "faults", "load", "busy", "mem", NULL};
-  modstate *st = state_of_module(self->module);
-  const char *simspec = NULL;
-  PyObject *faults = NULL, *list = NULL, *seq = NULL;
-  double load = 600, busy = 0.95, memfrac = 0.87;
-  gpuplan_mock *sim = NULL;
-  gpuplan_backend *b = NULL;
-  int rc, n = 0, i;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|zOddd:devices", kwlist, &simspec, &faults, &load, &busy, &memfrac))
-    return NULL;
-  if (!(load >= 0 && load <= 1e6) || !(busy >= 0 && busy <= 1) || !(memfrac >= 0 && memfrac <= 1)) {
-    PyErr_SetString(st->InvalidError, "load, busy, mem: load in 0..1e6 seconds, busy and mem fractions in 0..1");
-    return NULL;
-  }
-  if (faults && faults != Py_None && !(seq = PySequence_Fast(faults, "faults: expected a list of fault names")))
-    return NULL;
-  if (seq && !simspec) {
-    Py_DECREF(seq);
-    PyErr_SetString(st->InvalidError, "faults: only simulated GPUs (sim=...) take faults");
-    return NULL;
-  }
-  if (lock_catalog(self, st)) {
-    Py_XDECREF(seq);
-    return NULL;
-  }
-  if (!simspec) {
-    Py_BEGIN_ALLOW_THREADS
-    rc = gpuplan_backend_open_cuda(self->ctx, NULL, &b); /* cuInit can take a while */
-    Py_END_ALLOW_THREADS
-    if (rc) {
-      raise_code(st, rc, gpuplan_errmsg(self->ctx));
-      goto done;
-    }
-  } else {
-    const char *names[16];
-    Py_ssize_t nf = seq ? PySequence_Fast_GET_SIZE(seq) : 0;
-    if (nf > 16) {
-      PyErr_SetString(st->InvalidError, "faults: at most 16");
-      goto done;
-    }
-    for (i = 0; i < nf; i++)
-      if (!(names[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i)))) goto done;
-    if ((rc = gpuplan_mock_node(self->ctx, self->cat, simspec, names, (size_t)nf, load, busy, memfrac, &sim))) {
-      raise_code(st, rc, gpuplan_errmsg(self->ctx));
-      goto done;
-    }
-    if ((rc = gpuplan_mock_backend(sim, &b))) {
-      raise_code(st, rc, gpuplan_errmsg(self->ctx));
-      goto done;
-    }
-  }
-  if ((rc = gpuplan_backend_device_count(b, &n))) {
-    raise_code(st, rc, gpuplan_errmsg(self->ctx));
-    goto done;
-  }
-  if (!(list = PyList_New(0))) goto done;
-  for (i = 0; i < n; i++) {
-    PyObject *d = device_dict(b, sim, self->cat, i);
-    if (!d) {
-      if (!PyErr_Occurred()) raise_code(st, gpuplan_errcode(self->ctx), gpuplan_errmsg(self->ctx));
-      Py_CLEAR(list);
-      break;
-    }
-    if (PyList_Append(list, d) < 0) Py_CLEAR(list);
-    Py_DECREF(d);
-    if (!list) break;
-  }
-done:
-  gpuplan_backend_free(b);
-  gpuplan_mock_free(sim);
-  unlock_catalog(self);
-  Py_XDECREF(seq);
-  return list;
-}
-
 static PyMethodDef Catalog_methods[] = {
   {"run", (PyCFunction)(void (*)(void))Catalog_run, METH_VARARGS | METH_KEYWORDS,
    "run(command, **options) -> Result: any command of the job API (gpuplan.options() lists the options)"},
@@ -972,8 +820,6 @@ static PyMethodDef Catalog_methods[] = {
    "simulate(model, gpu=None, **options) -> Result (gpuplan.simulate/1)"},
   {"serve", (PyCFunction)(void (*)(void))Catalog_serve, METH_VARARGS | METH_KEYWORDS,
    "serve(model, gpu=None, **options) -> Result (gpuplan.serve/1)"},
-  {"devices", (PyCFunction)(void (*)(void))Catalog_devices, METH_VARARGS | METH_KEYWORDS,
-   "devices(sim=None, faults=(), load=600, busy=0.95, mem=0.87) -> list of dicts"},
   {"close", (PyCFunction)Catalog_close, METH_NOARGS, "close() (idempotent)"},
   {"__enter__", (PyCFunction)Catalog_enter, METH_NOARGS, NULL},
   {"__exit__", (PyCFunction)Catalog_exit, METH_VARARGS, NULL},

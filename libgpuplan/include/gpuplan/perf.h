@@ -379,44 +379,6 @@ GPUPLAN_API int gpuplan_search(gpuplan_ctx *ctx, const gpuplan_model *model,
                                gpuplan_search_stats *stats, gpuplan_progress_fn progress,
                                void *payload);
 
-/**
- * A job as the front ends describe it (the CLI's flags, the bindings'
- * arguments), resolved against the catalog: the model (a name or a size
- * such as "7B"), the GPU (a SKU, or a node's GPU with the node's visible
- * memory for vGPU slices), the GPU count and the layout.  Holds a pointer
- * into itself (gpu may point at node_gpu): pass it by pointer, do not copy.
- */
-typedef struct gpuplan_jobspec {
-  const gpuplan_model *model;
-  const gpuplan_gpu *gpu;
-  const gpuplan_node *node;       /**< NULL unless the job names a node */
-  gpuplan_gpu node_gpu;           /**< the node's GPU with its visible memory */
-  int64_t gpus;                   /**< dp*tp*pp*cp after resolution */
-  int64_t nodes, per_node;
-  gpuplan_memory_options options; /**< set by the caller first; dp filled in */
-  char model_name[128];           /**< the catalog id, or the size as given ("7B") */
-} gpuplan_jobspec;
-
-/**
- * Resolve a job, as `gpuplan plan` does: model by name or size; gpu or
- * node (exactly one; node takes nodes, default 1, and gives the GPU count
- * unless gpus is set); gpus = dp*tp*pp*cp, dp inferred from gpus unless
- * dp_given (then they must agree).  job->options must hold the caller's
- * options (GPUPLAN_MEMORY_OPTIONS_INIT plus what was given) before the
- * call; params_override is set for sizes unless already set.
- * @param gpus      0: from the node, or dp*tp*pp*cp.
- * @param per_node  GPUs per node for a bare SKU (default clusters).
- * @return GPUPLAN_OK; GPUPLAN_ENOTFOUND/EAMBIGUOUS for names;
- *         GPUPLAN_EINVAL naming the field (gpu, node, nodes, gpus, tp...).
- * @errors any  @threads ctx  @since 0.1.0
- */
-GPUPLAN_API int gpuplan_job_resolve(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *model,
-                                    const char *gpu, const char *node, int64_t gpus, int64_t nodes,
-                                    int64_t per_node, int dp_given, gpuplan_jobspec *job);
-
-/** The cluster a resolved job runs on (the node's, or a default one).  @errors any  @threads ctx  @since 0.1.0 */
-GPUPLAN_API int gpuplan_job_cluster(gpuplan_ctx *ctx, gpuplan_catalog *cat, const gpuplan_jobspec *job,
-                                    gpuplan_cluster *out);
 
 GPUPLAN_END_DECLS
 

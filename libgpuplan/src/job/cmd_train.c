@@ -18,9 +18,8 @@
 
 /* A job resolved for the planning commands. */
 typedef struct train_job {
-  gpuplan_jobspec js;            /* model, gpu, node, gpus, options */
+  gpuplan__jobspec js;            /* model, gpu, node, gpus, options */
   const char *model_arg;         /* as given ("7B" or a catalog id) */
-  int sized;                     /* the model was a size */
   int cpu_only;                  /* a CPU-only node (perf only) */
   const gpuplan_node *cpu_node;
   const gpuplan_model *cpu_model;
@@ -233,7 +232,6 @@ static int resolve(gpuplan_job *j, train_job *t, int cpu_ok) {
                               "a traced module has a memory model but no FLOP count: plan and simulate take it, "
                               "perf and search do not");
   t->model_arg = model ? model : t->mr.label;
-  t->sized = !strcmp(t->mr.source, "size");
   if (node) {
     const gpuplan_node *n;
     GPUPLAN_TRY(gpuplan_catalog_node(j->cat, node, &n));
@@ -262,10 +260,10 @@ static int resolve(gpuplan_job *j, train_job *t, int cpu_ok) {
                                 "%lld GPUs do not fit on %lld x %s (%lld GPUs each); raise nodes",
                                 (long long)gpus, (long long)nodes, n->name, (long long)n->gpu_count);
   }
-  /* The hardware and layout: gpuplan_job_resolve looks a catalog model up
+  /* The hardware and layout: gpuplan__job_resolve looks a catalog model up
    * by name, so a described model goes in as its base (or any row) and is
    * swapped in afterwards. */
-  rc = gpuplan_job_resolve(j->ctx, j->cat, t->mr.base ? t->mr.base->id
+  rc = gpuplan__job_resolve(j->ctx, j->cat, t->mr.base ? t->mr.base->id
                                                      : ((const gpuplan_model *)gpuplan_catalog_at(j->cat, GPUPLAN_KIND_MODEL, 0))->id,
                            gpu, node, gpus, nodes, per_node, isset(j, J_DP), &t->js);
   if (rc) return rc;
@@ -284,7 +282,7 @@ static int cluster_of(gpuplan_job *j, train_job *t, gpuplan_cluster *cl) {
   if (t->cpu_only) {
     GPUPLAN_TRY(gpuplan_cluster_from_node(j->ctx, j->cat, t->cpu_node, t->js.nodes, cl));
   } else {
-    GPUPLAN_TRY(gpuplan_job_cluster(j->ctx, j->cat, &t->js, cl));
+    GPUPLAN_TRY(gpuplan__job_cluster(j->ctx, j->cat, &t->js, cl));
   }
   if (intra) {
     GPUPLAN_TRY(gpuplan_catalog_fabric(j->cat, intra, &f));
@@ -755,13 +753,13 @@ static int search_across(gpuplan_job *j, gpuplan_doc **out) {
   const char *model = sopt(j, J_MODEL);
   const gpuplan_model *m;
   gpuplan_memory_options o;
-  double size = 0, tokens = gpuplan__job_real(j, JOPT(J_TOKENS), 0), days = gpuplan__job_real(j, JOPT(J_DAYS), 0);
+  double tokens = gpuplan__job_real(j, JOPT(J_TOKENS), 0), days = gpuplan__job_real(j, JOPT(J_DAYS), 0);
   int64_t G = iopt(j, J_GLOBAL_BATCH, 0), max_nodes = iopt(j, J_MAX_NODES, 64);
   across_row *rows;
   gpuplan__model_res *mr;
   size_t nrows = 0, cap = 1024, i, nn;
   gpuplan__docb *b;
-  int sized, rc = GPUPLAN_OK;
+  int rc = GPUPLAN_OK;
   if (!model) return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_MODEL), "a MODEL is required");
   if (!(tokens > 0) || !(days > 0) || G < 1)
     return gpuplan__error(j->ctx, GPUPLAN_EINVAL, "tokens, days, global_batch: search across needs all three");
@@ -776,8 +774,6 @@ static int search_across(gpuplan_job *j, gpuplan_doc **out) {
     return rc;
   }
   m = mr->m;
-  sized = !strcmp(mr->source, "size");
-  (void)size;
   rows = gpuplan__calloc(j->ctx, cap, sizeof *rows);
   if (!rows) {
     gpuplan__free(j->ctx, mr);
@@ -812,7 +808,6 @@ static int search_across(gpuplan_job *j, gpuplan_doc **out) {
   gpuplan__doc_str(b, "model", mr->label);
   gpuplan__doc_str(b, "model_source", mr->source);
   gpuplan__doc_real(b, "params", gpuplan_model_params(m));
-  (void)sized;
   gpuplan__doc_real(b, "tokens", tokens);
   gpuplan__doc_real(b, "days", days);
   gpuplan__doc_int(b, "global_batch", G);

@@ -12,6 +12,7 @@
 #include "common/internal.h"
 #include "gpuplan/memory.h"
 #include "gpuplan/perf.h"
+#include "job/job_int.h"
 
 void gpuplan_memory_options_init(gpuplan_memory_options *o) {
   static const gpuplan_memory_options d = GPUPLAN_MEMORY_OPTIONS_INIT;
@@ -36,9 +37,9 @@ int gpuplan_parse_size(const char *s, double *params) {
 
 /* --- jobs ------------------------------------------------------------------- */
 
-int gpuplan_job_resolve(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *model, const char *gpu,
+int gpuplan__job_resolve(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *model, const char *gpu,
                         const char *node, int64_t gpus, int64_t nodes, int64_t per_node, int dp_given,
-                        gpuplan_jobspec *j) {
+                        gpuplan__jobspec *j) {
   double size;
   int64_t per;
   int sized;
@@ -100,7 +101,7 @@ int gpuplan_job_resolve(gpuplan_ctx *ctx, gpuplan_catalog *cat, const char *mode
   return GPUPLAN_OK;
 }
 
-int gpuplan_job_cluster(gpuplan_ctx *ctx, gpuplan_catalog *cat, const gpuplan_jobspec *j, gpuplan_cluster *out) {
+int gpuplan__job_cluster(gpuplan_ctx *ctx, gpuplan_catalog *cat, const gpuplan__jobspec *j, gpuplan_cluster *out) {
   if (!j || !out) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "job: NULL argument");
   if (j->node) GPUPLAN_TRY(gpuplan_cluster_from_node(ctx, cat, j->node, j->nodes, out));
   else GPUPLAN_TRY(gpuplan_cluster_default(ctx, cat, j->gpu, j->gpus, j->per_node, out));
