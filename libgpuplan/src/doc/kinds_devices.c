@@ -2,16 +2,9 @@
  * kinds_devices.c: field descriptions of the smi, topo and doctor documents
  * (job/cmd_devices.c, job/cmd_doctor.c build them).
  */
-#include "doc/doc_int.h"
+#include "doc/kinds_int.h"
 #include "job/smi_fields.h"
 
-#define S GPUPLAN_VALUE_STRING
-#define I GPUPLAN_VALUE_INT
-#define R GPUPLAN_VALUE_REAL
-#define B GPUPLAN_VALUE_BOOL
-#define A GPUPLAN_VALUE_ARRAY
-#define O GPUPLAN_VALUE_OBJECT
-#define N(arr) arr, sizeof arr / sizeof arr[0]
 
 #define PROCS(p)                                                                                \
   {p ".processes", A, "", "processes holding the GPU's memory"},                                  \

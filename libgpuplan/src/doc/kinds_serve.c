@@ -2,15 +2,8 @@
  * kinds_serve.c: field descriptions of the serving documents: serve,
  * serve-search and serve-validate (job/cmd_serve.c, plan/serve_validate.c).
  */
-#include "doc/doc_int.h"
+#include "doc/kinds_int.h"
 
-#define S GPUPLAN_VALUE_STRING
-#define I GPUPLAN_VALUE_INT
-#define R GPUPLAN_VALUE_REAL
-#define B GPUPLAN_VALUE_BOOL
-#define A GPUPLAN_VALUE_ARRAY
-#define O GPUPLAN_VALUE_OBJECT
-#define N(arr) arr, sizeof arr / sizeof arr[0]
 
 #define QUANT(p, what)                                                       \
   {p, O, "", what},                                                           \

@@ -2,15 +2,8 @@
  * kinds_tools.c: field descriptions of the replay, explain-oom, catalog and
  * version documents (job/cmd_replay.c, cmd_explain.c, cmd_tools.c).
  */
-#include "doc/doc_int.h"
+#include "doc/kinds_int.h"
 
-#define S GPUPLAN_VALUE_STRING
-#define I GPUPLAN_VALUE_INT
-#define R GPUPLAN_VALUE_REAL
-#define B GPUPLAN_VALUE_BOOL
-#define A GPUPLAN_VALUE_ARRAY
-#define O GPUPLAN_VALUE_OBJECT
-#define N(arr) arr, sizeof arr / sizeof arr[0]
 
 static const gpuplan_result_field version_fields[] = {
   {"schema", S, "", "gpuplan.version/1"},

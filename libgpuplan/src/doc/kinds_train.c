@@ -2,15 +2,8 @@
  * kinds_train.c: field descriptions of the planning documents: plan, perf,
  * search, search-across and simulate (job/cmd_train.c builds them).
  */
-#include "doc/doc_int.h"
+#include "doc/kinds_int.h"
 
-#define S GPUPLAN_VALUE_STRING
-#define I GPUPLAN_VALUE_INT
-#define R GPUPLAN_VALUE_REAL
-#define B GPUPLAN_VALUE_BOOL
-#define A GPUPLAN_VALUE_ARRAY
-#define O GPUPLAN_VALUE_OBJECT
-#define N(arr) arr, sizeof arr / sizeof arr[0]
 
 /* What every planning document starts with: the job as resolved. */
 #define HEAD(kind)                                                                              \

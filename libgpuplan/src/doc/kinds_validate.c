@@ -2,15 +2,8 @@
  * kinds_validate.c: field description of validate documents
  * (job/cmd_validate.c builds them).
  */
-#include "doc/doc_int.h"
+#include "doc/kinds_int.h"
 
-#define S GPUPLAN_VALUE_STRING
-#define I GPUPLAN_VALUE_INT
-#define R GPUPLAN_VALUE_REAL
-#define B GPUPLAN_VALUE_BOOL
-#define A GPUPLAN_VALUE_ARRAY
-#define O GPUPLAN_VALUE_OBJECT
-#define N(arr) arr, sizeof arr / sizeof arr[0]
 
 #define GROUP(p)                                                                               \
   {"by." p, A, "", "scored rows grouped by " p},                                                \
