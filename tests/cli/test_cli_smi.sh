@@ -198,6 +198,10 @@ check "smi -l loops" 0 "09:10:01.000, 67" -- \
 check "smi simulated job" 0 "training" -- sh -c "'$gp' smi --sim a100-80gb:8 --job 7B --json | grep '\"state\"'"
 check "smi simulated job starting" 0 '"state": "starting"' -- "$gp" smi --sim a100-80gb:8 --job 7B --load 20 --json
 check "smi --mem with --job" 2 "memory comes from the job" -- "$gp" smi --sim a100-80gb:8 --job 7B --mem 0.5
+# a size is the catalog's model of that size (here Llama-3-70B, 80 layers), not Llama-2-7B's shape rescaled
+check "smi --job size resolves" 0 '"model_id": "llama-3-70b"' -- "$gp" smi --sim a100-80gb:8 --job 70B --json
+check "smi --job size says which" 0 "the catalog's llama-3-70b" -- "$gp" smi --sim a100-80gb:8 --job 70B --json
+check "smi --job unknown size" 2 "no catalog model has 33 B parameters" -- "$gp" smi --sim a100-80gb:8 --job 33B
 check "smi checkpoint without job" 2 "give job" -- "$gp" smi --sim a100-80gb:8 --checkpoint-every 60
 # the same views against the fake driver and NVML (review EC-4: on a real GPU every field comes from NVML)
 fk() { env GPUPLAN_LIBCUDA="$fake" GPUPLAN_LIBNVML="$nvml" FAKE_NVML_PROCS=4321:1000 "$@"; }

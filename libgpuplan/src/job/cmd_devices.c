@@ -41,7 +41,7 @@ static int isset(const gpuplan_job *j, int id) { return gpuplan__job_isset(j, DO
 /* The simulated job: its memory per GPU from the memory model (the first
  * layout that fits, data parallel over the node: ZeRO-1, ZeRO-3, ZeRO-3
  * with full recomputation) and its step time from the performance model. */
-static int size_job(gpuplan__machine *m, const char *model_arg, const gpuplan_gpu *g, int ngpu) {
+static int size_job(gpuplan_job *job, gpuplan__machine *m, const char *model_arg, const gpuplan_gpu *g, int ngpu) {
   static const struct {
     gpuplan_dp_mode mode;
     gpuplan_recompute rc;
@@ -58,11 +58,18 @@ static int size_job(gpuplan__machine *m, const char *model_arg, const gpuplan_gp
   size_t k;
   int rc;
   if (gpuplan_parse_size(model_arg, &size)) {
-    GPUPLAN_TRY(gpuplan_catalog_model(m->cat, "llama-2-7b", &mdl));
-    o.params_override = size;
+    /* a size is the catalog's model of that size, never another model's shape rescaled */
+    gpuplan__model_res r;
+    memset(&r, 0, sizeof r);
+    GPUPLAN_TRY(gpuplan__model_of_size(job, DOPT(D_JOB), model_arg, size, &r));
+    mdl = r.m;
+    snprintf(m->job.resolved, sizeof m->job.resolved, "%s", r.note);
   } else if ((rc = gpuplan_catalog_model(m->cat, model_arg, &mdl))) {
     return gpuplan__opt_error(m->ctx, rc, DOPT(D_JOB), "%s", gpuplan_errmsg(m->ctx));
+  } else {
+    snprintf(m->job.resolved, sizeof m->job.resolved, "%s: the catalog's %s", model_arg, mdl->id);
   }
+  m->job.model_id = mdl->id;
   o.dp = ngpu;
   o.micro_batch = 1;
   for (k = 0; k < sizeof rungs / sizeof rungs[0]; k++) {
@@ -199,7 +206,7 @@ int gpuplan__machine_open(gpuplan_job *job, gpuplan__machine *m) {
         return gpuplan__opt_error(m->ctx, rc, DOPT(D_SIM), "%s", gpuplan_errmsg(m->ctx));
       if (n < 1 || n > 64) n = 1; /* gpuplan_mock_node_ex names the bad count */
       m->job.model = sopt(job, D_JOB);
-      GPUPLAN_TRY(size_job(m, m->job.model, g, (int)n));
+      GPUPLAN_TRY(size_job(job, m, m->job.model, g, (int)n));
       o.startup_s = ropt(job, D_STARTUP, 60);
       o.step_s = m->job.step_s;
       o.checkpoint_every_s = ropt(job, D_CKPT_EVERY, 1800);
@@ -908,6 +915,8 @@ int gpuplan__cmd_smi(gpuplan_job *job, gpuplan_doc **out) {
   if (m.sim && m.job.model) {
     gpuplan__doc_obj(b, "job");
     gpuplan__doc_str(b, "model", m.job.model);
+    gpuplan__doc_str(b, "model_id", m.job.model_id);
+    gpuplan__doc_str(b, "model_note", m.job.resolved);
     gpuplan__doc_str(b, "layout", m.job.layout);
     gpuplan__doc_real(b, "step_s", m.job.step_s);
     gpuplan__doc_uint(b, "cache_bytes", m.job.bytes);

@@ -40,6 +40,8 @@ typedef struct gpuplan__machine {
   /* the simulated job (job_model) */
   struct {
     const char *model;
+    const char *model_id;      /* the catalog model trained */
+    char resolved[512];        /* how the job's model was resolved, in words */
     char layout[96];
     double step_s;
     uint64_t bytes;

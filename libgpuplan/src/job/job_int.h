@@ -161,6 +161,12 @@ typedef struct gpuplan__model_res {
  * Errors name the option (model, layers, ...) or the config.json field. */
 int gpuplan__model_resolve(gpuplan_job *job, gpuplan__model_res *r, gpuplan_memory_options *o);
 
+/* A size ("70B", already parsed into size) mapped to the catalog model of
+ * that size (within 10%), with r->note saying which; ENOTFOUND naming opt
+ * and the nearest models when none is.  Never a rescaled shape. */
+int gpuplan__model_of_size(gpuplan_job *job, const gpuplan_option_info *opt, const char *arg, double size,
+                           gpuplan__model_res *r);
+
 /* The hardware and layout of a planning job (plan/options.c). */
 #include "gpuplan/perf.h"
 /**

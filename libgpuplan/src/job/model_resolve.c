@@ -83,7 +83,8 @@ static void model_blank(gpuplan_model *m) {
 
 static double size_dist(double a, double b) { return fabs(log(a / b)); }
 
-static int resolve_size(gpuplan_job *j, const char *arg, double size, gpuplan__model_res *r) {
+int gpuplan__model_of_size(gpuplan_job *j, const gpuplan_option_info *opt, const char *arg, double size,
+                           gpuplan__model_res *r) {
   size_t i, n = gpuplan_catalog_count(j->cat, GPUPLAN_KIND_MODEL), k;
   const gpuplan_model *best = NULL, *near[3] = {NULL, NULL, NULL};
   char others[256] = "";
@@ -107,7 +108,7 @@ static int resolve_size(gpuplan_job *j, const char *arg, double size, gpuplan__m
     for (k = 0; k < 3 && near[k]; k++)
       len += (size_t)snprintf(others + len, sizeof others - len, "%s%s (%.4g B)", k ? ", " : "", near[k]->id,
                               near[k]->params / 1e9);
-    return gpuplan__opt_error(j->ctx, GPUPLAN_ENOTFOUND, JOPT(J_MODEL),
+    return gpuplan__opt_error(j->ctx, GPUPLAN_ENOTFOUND, opt,
                               "no catalog model has %.4g B parameters (within 10%%), and a size is not a shape; "
                               "the nearest are %s. Name one of them, give a config.json, or describe the model "
                               "(layers, hidden, heads, kv_heads, ffn, vocab)",
@@ -724,7 +725,7 @@ int gpuplan__model_resolve(gpuplan_job *j, gpuplan__model_res *r, gpuplan_memory
     GPUPLAN_TRY(read_config(j, path, r, o));
     r->m = &r->model;
   } else if (arg && gpuplan_parse_size(arg, &size)) {
-    GPUPLAN_TRY(resolve_size(j, arg, size, r));
+    GPUPLAN_TRY(gpuplan__model_of_size(j, JOPT(J_MODEL), arg, size, r));
   } else if (arg) {
     const gpuplan_model *m = NULL;
     rc = gpuplan_catalog_model(j->cat, arg, &m);
