@@ -331,6 +331,30 @@ static void test_models__encoder_inference(void **state) {
   gpuplan_doc_free(d);
 }
 
+/* The performance model's FLOPs follow the shape's extensions: DeepSeek-V3
+ * (config.json) by hand, per token at 4,096 tokens of context.  Matmul
+ * weights a token passes per layer:
+ *   MLA: q down 7168x1536 + q up 1536x128x(128+64) + kv down 7168x(512+64)
+ *        + kv up 512x128x(128+128) + out 128x128x7168      = 187,105,280
+ *   dense MLP (first_k_dense_replace = 3): 3 x 7168 x 18432 = 396,361,728
+ *   MoE: (8 routed + 1 shared) x 3 x 7168 x 2048 = 396,361,728, router 7168 x 256
+ * so 3 x 583,467,008 + 58 x 585,302,016 = 35,697,917,952 weights; the
+ * forward is 2 FLOPs per weight, causal attention 61 x 0.5 x 2 x 128 x
+ * (192 + 128) x 4096, the LM head 2 x 7168 x 129280; training is 3x the
+ * forward.  (Before, every routed expert was counted at the dense FFN's
+ * 18,432 width: 2.4x too many FLOPs.) */
+static void test_models__moe_mla_flops(void **state) {
+  fixture *f = *state;
+  kv o[] = {{"model", config("deepseek-v3.json")}, {"gpu", "h100-sxm5-80gb"}, {"gpus", "64"}, {"seq_len", "4096"},
+            {NULL, NULL}};
+  double weights = 3.0 * 583467008 + 58.0 * 585302016;
+  double fwd = 2 * weights + 61 * 0.5 * 2 * 128 * (192 + 128) * 4096.0 + 2 * 7168 * 129280.0;
+  gpuplan_doc *d = ok(f, "perf", o);
+  assert_true(weights == 35697917952.0);
+  assert_true(fabs(num(d, "model_flops_per_token") / (3 * fwd) - 1) < 1e-12);
+  gpuplan_doc_free(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, fixture_setup, fixture_teardown)
@@ -344,6 +368,7 @@ int main(void) {
     T(test_models__vgpu_slice_compute),
     T(test_models__verdict_and_capacity),
     T(test_models__encoder_inference),
+    T(test_models__moe_mla_flops),
   };
   return cmocka_run_group_tests_name("models", tests, NULL, NULL);
 }

@@ -155,6 +155,77 @@ double gpuplan_model_params(const gpuplan_model *m) {
   return total_params(&s);
 }
 
+/* --- the GEMMs of a layer (the performance model's FLOPs) --------------------- */
+
+static int add_gemm(gpuplan__gemm *g, int n, const char *name, double N, double K, double count, int routed,
+                    int split) {
+  if (n >= GPUPLAN__MAX_GEMMS || !(N > 0) || !(K > 0) || !(count > 0)) return n;
+  g[n].name = name;
+  g[n].n = N;
+  g[n].k = K;
+  g[n].count = count;
+  g[n].routed = routed;
+  g[n].split = split;
+  return n + 1;
+}
+
+static int attn_gemms(const shape *s, gpuplan__gemm *g, int n, int cross) {
+  if (s->mla) {
+    if (s->qr > 0) {
+      n = add_gemm(g, n, "q down-projection", s->qr, s->h, 1, 0, GPUPLAN__SPLIT_NONE);
+      n = add_gemm(g, n, "q up-projection", s->a * (s->d + s->dr), s->qr, 1, 0, GPUPLAN__SPLIT_N);
+    } else {
+      n = add_gemm(g, n, "q projection", s->a * (s->d + s->dr), s->h, 1, 0, GPUPLAN__SPLIT_N);
+    }
+    n = add_gemm(g, n, "kv down-projection", s->kvr + s->dr, s->h, 1, 0, GPUPLAN__SPLIT_NONE);
+    n = add_gemm(g, n, "kv up-projection", s->a * (s->d + s->dv), s->kvr, 1, 0, GPUPLAN__SPLIT_N);
+    return add_gemm(g, n, "attention output", s->h, s->a * s->dv, 1, 0, GPUPLAN__SPLIT_K);
+  }
+  n = add_gemm(g, n, cross ? "cross-attention qkv" : "qkv", (s->a + 2 * s->kv) * s->d, s->h, 1, 0, GPUPLAN__SPLIT_N);
+  return add_gemm(g, n, cross ? "cross-attention output" : "attention output", s->h, s->a * s->d, 1, 0,
+                  GPUPLAN__SPLIT_K);
+}
+
+static int mlp_gemms(const shape *s, gpuplan__gemm *g, int n, const char *fc1, const char *fc2, double f,
+                     double count, int routed) {
+  n = add_gemm(g, n, fc1, f * (s->gated ? 2 : 1), s->h, count, routed, GPUPLAN__SPLIT_N);
+  return add_gemm(g, n, fc2, s->h, f, count, routed, GPUPLAN__SPLIT_K);
+}
+
+int gpuplan__layer_gemms(const gpuplan_model *m, const gpuplan_memory_options *o, int layer_kind,
+                         gpuplan__gemm *out) {
+  shape s;
+  int n = 0;
+  get_shape(m, o, &s);
+  n = attn_gemms(&s, out, n, 0);
+  if (layer_kind == GPUPLAN__LAYER_DECODER) n = attn_gemms(&s, out, n, 1);
+  if (layer_kind == GPUPLAN__LAYER_MOE && s.E > 1) {
+    n = add_gemm(out, n, "router", s.E, s.h, 1, 0, GPUPLAN__SPLIT_NONE);
+    n = mlp_gemms(&s, out, n, "expert fc1", "expert fc2", s.fe, 1, 1);
+    if (s.Es > 0) n = mlp_gemms(&s, out, n, "shared expert fc1", "shared expert fc2", s.fs, s.Es, 0);
+  } else {
+    n = mlp_gemms(&s, out, n, "fc1", "fc2", s.f, 1, 0);
+  }
+  return n;
+}
+
+void gpuplan__layer_mix_of(const gpuplan_model *m, const gpuplan_memory_options *o, gpuplan__layer_mix *mix) {
+  shape s;
+  get_shape(m, o, &s);
+  memset(mix, 0, sizeof *mix);
+  mix->dense = s.Ld;
+  mix->moe = s.L - s.Ld;
+  mix->decoder = s.Ldec;
+  mix->experts = s.E > 1 ? s.E : 1;
+  mix->top_k = s.E > 1 ? s.k : 1;
+  mix->mlp_width[GPUPLAN__LAYER_DENSE] = s.f;
+  mix->mlp_width[GPUPLAN__LAYER_MOE] = s.E > 1 ? s.k * s.fe + s.Es * s.fs : s.f;
+  mix->mlp_width[GPUPLAN__LAYER_DECODER] = s.f;
+  mix->qk_dim = s.mla ? s.d + s.dr : s.d;
+  mix->v_dim = s.mla ? s.dv : s.d;
+  mix->causal = !s.encoder;
+}
+
 /* --- LoRA adapters -------------------------------------------------------- */
 
 static unsigned lora_mods(const gpuplan_memory_options *o) {

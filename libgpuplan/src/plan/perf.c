@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "plan/perf_int.h"
+#include "plan/plan_int.h"
 
 /* --- framework profiles ------------------------------------------------------ */
 
@@ -702,7 +703,10 @@ int gpuplan__perf_eval(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_c
   double gemm_fwd_tok, attn_fwd_tok, logit_fwd_tok, model_tok, hw_tok;
   double t_layer_fwd, t_layer_bwd, t_gemm_layer_fwd, t_attn_layer, t_elem_layer, t_logits, gemm_flops = 0;
   double t_stage_max = 0, t_stage_sum = 0, layers_max = 0, t_gemm_step, t_attn_step, t_elem_step;
-  double rec_full, rec_sel, causal;
+  double rec_full, rec_sel, causal, Lstack, mlp_w, nkind[3];
+  gpuplan__layer_mix mix;
+  gpuplan__gemm gemms[3][GPUPLAN__MAX_GEMMS];
+  int ngemm[3];
   int fp8, zero3, i;
   comm_acc acc;
   gemm_ctx gc;
@@ -790,11 +794,33 @@ int gpuplan__perf_eval(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_c
   B = R16 / hbm;
   (void)B;
 
-  /* FLOPs per token (forward), whole model: the MFU basis. */
-  qkv_n = (a + 2 * kv) * d;
+  /* FLOPs per token (forward), whole model: the MFU basis.  The GEMMs come
+   * from the shape's list (memory.c: expert width, shared experts, dense
+   * layers among MoE ones, MLA's projections, an encoder-decoder's cross
+   * attention), the same list the GEMM times below use. */
+  qkv_n = (a + 2 * kv) * d;       /* the fp8 casts' widths below */
   fc1_n = f * (glu == 3 ? 2 : 1);
-  gemm_fwd_tok = L * (2 * h * qkv_n + 2 * a * d * h + topk * (2 * h * fc1_n + 2 * f * h));
-  attn_fwd_tok = L * 2 * a * d * s; /* QK^T and AV, causal: half of 4 a d s */
+  gpuplan__layer_mix_of(m, o, &mix);
+  ngemm[GPUPLAN__LAYER_DENSE] = gpuplan__layer_gemms(m, o, GPUPLAN__LAYER_DENSE, gemms[GPUPLAN__LAYER_DENSE]);
+  ngemm[GPUPLAN__LAYER_MOE] = gpuplan__layer_gemms(m, o, GPUPLAN__LAYER_MOE, gemms[GPUPLAN__LAYER_MOE]);
+  ngemm[GPUPLAN__LAYER_DECODER] = gpuplan__layer_gemms(m, o, GPUPLAN__LAYER_DECODER, gemms[GPUPLAN__LAYER_DECODER]);
+  nkind[GPUPLAN__LAYER_DENSE] = mix.dense;
+  nkind[GPUPLAN__LAYER_MOE] = mix.moe;
+  nkind[GPUPLAN__LAYER_DECODER] = mix.decoder;
+  Lstack = mix.dense + mix.moe + mix.decoder;
+  if (!(Lstack > 0)) Lstack = L;
+  causal = mix.causal ? 0.5 : 1.0;
+  gemm_fwd_tok = 0;
+  mlp_w = 0;
+  for (i = 0; i < 3; i++) {
+    int j;
+    for (j = 0; j < ngemm[i]; j++)
+      gemm_fwd_tok += nkind[i] * 2 * gemms[i][j].n * gemms[i][j].k * gemms[i][j].count * (gemms[i][j].routed ? topk : 1);
+    mlp_w += nkind[i] * mix.mlp_width[i];
+  }
+  mlp_w /= Lstack; /* the MLP width a token passes per layer, on average */
+  /* scores (QK^T) and AV: self-attention (causal: half), and a decoder's cross attention (full) */
+  attn_fwd_tok = (Lstack * causal + mix.decoder) * 2 * a * (mix.qk_dim + mix.v_dim) * s;
   logit_fwd_tok = 2 * h * V;
   model_tok = 3 * (gemm_fwd_tok + attn_fwd_tok + logit_fwd_tok);
   hw_tok = model_tok;
@@ -806,14 +832,20 @@ int gpuplan__perf_eval(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_c
   tok_e = tok * topk * ep / E; /* tokens per local expert (MoE) */
   {
     double fw = 0, flops_layer = 0, ew, ew_bytes, sp_div = o->sequence_parallel && t > 1 ? t : 1;
-    fw += gemm_t(&gc, tok, qkv_n / t, h, &flops_layer);
-    fw += gemm_t(&gc, tok, h, a * d / t, &flops_layer);
-    if (E > 1) {
-      fw += (E / ep) * gemm_t(&gc, tok_e, fc1_n / t, h, &flops_layer);
-      fw += (E / ep) * gemm_t(&gc, tok_e, h, f / t, &flops_layer);
-    } else {
-      fw += gemm_t(&gc, tok, fc1_n / t, h, &flops_layer);
-      fw += gemm_t(&gc, tok, h, f / t, &flops_layer);
+    /* the average layer of the stack: each kind's GEMMs weighted by its count */
+    for (i = 0; i < 3; i++) {
+      double fk = 0, flk = 0;
+      int j;
+      if (!(nkind[i] > 0)) continue;
+      for (j = 0; j < ngemm[i]; j++) {
+        const gpuplan__gemm *gm = &gemms[i][j];
+        double N = gm->split == GPUPLAN__SPLIT_N ? gm->n / t : gm->n;
+        double K = gm->split == GPUPLAN__SPLIT_K ? gm->k / t : gm->k;
+        if (gm->routed) fk += (E / ep) * gemm_t(&gc, tok_e, N, K, &flk);
+        else fk += gm->count * gemm_t(&gc, tok, N, K, NULL), flk += gm->count * 2 * tok * N * K;
+      }
+      fw += nkind[i] / Lstack * fk;
+      flops_layer += nkind[i] / Lstack * flk;
     }
     t_gemm_layer_fwd = fw;
     gemm_flops = flops_layer;
@@ -825,8 +857,8 @@ int gpuplan__perf_eval(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_c
       double heads_gpu = a / t, s_loc = s / cp, af;
       if (o->flash_attention && c->gpu) {
         double rate = attn_rate * k->attn_scale * peak16 * s_loc / (s_loc + k->attn_seq_half) * (d <= 64 ? k->attn_d64 : 1.0);
-        causal = 0.5;
-        af = 4 * b * s_loc * s * heads_gpu * d * causal; /* forward FLOPs */
+        /* forward FLOPs: the average layer's self-attention, and cross attention's share */
+        af = 2 * b * s_loc * s * heads_gpu * (mix.qk_dim + mix.v_dim) * (causal + mix.decoder / Lstack);
         t_attn_layer = af * (3.5 + (rec_full || rec_sel ? 1.0 : 0.0)) / rate;
       } else {
         double score_elems = b * heads_gpu * s_loc * s, tg;
@@ -834,8 +866,9 @@ int gpuplan__perf_eval(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_c
         ga.R = R16;
         ga.elt = 2;
         ga.dhalf = 0; /* batched per-head GEMMs: the roofline in their intensity (~head_dim) bounds them */
-        af = 4 * b * s_loc * s * heads_gpu * d; /* full scores */
-        tg = b * heads_gpu * (gemm_t(&ga, s_loc, s, d, NULL) + gemm_t(&ga, s_loc, d, s, NULL));
+        af = 2 * b * s_loc * s * heads_gpu * (mix.qk_dim + mix.v_dim); /* full scores */
+        tg = b * heads_gpu * (gemm_t(&ga, s_loc, s, mix.qk_dim, NULL) + gemm_t(&ga, s_loc, mix.v_dim, s, NULL)) *
+             (1 + mix.decoder / Lstack);
         t_attn_layer = tg * (3 + (rec_full || rec_sel ? 1.0 : 0.0)) +
                        score_elems * k->softmax_bytes * (1 + (rec_full || rec_sel ? 0.4 : 0.0)) /
                            (hbm * k->hbm_eff);
@@ -849,13 +882,13 @@ int gpuplan__perf_eval(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_c
      * fwd 5h, bwd 5h, twice) = 20h; rotary on q and k (fwd 4, bwd 4 bytes
      * per element).  Sequence parallelism shards the h-sized parts by t. */
     ew_bytes = (20 * h + 24 * h + (o->dropout ? 20 * h : 0)) / sp_div +
-               (glu == 3 ? 16 : 10) * f * topk / t +
+               (glu == 3 ? 16 : 10) * mlp_w / t +
                (m->position && strcmp(m->position, "rope") == 0 ? 8 * (a + kv) * d / t : 0);
     ew = tok * ew_bytes * k->elementwise_scale;
     if (rec_full) ew *= 1.4;
     if (fp8) {
       /* casts of every GEMM input (fwd) and gradient (bwd) to FP8 */
-      double in = 2 * h / sp_div + a * d / t + f / t, gr = qkv_n / t + 2 * h / sp_div + fc1_n / t;
+      double in = 2 * h / sp_div + a * d / t + mlp_w / t, gr = qkv_n / t + 2 * h / sp_div + fc1_n / t;
       ew += tok * (in * (rec_full ? 2 : 1) + gr) * k->fp8_cast_bytes;
     }
     t_elem_layer = ew / (hbm * k->hbm_eff);
@@ -876,7 +909,7 @@ int gpuplan__perf_eval(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_c
 
   /* Stages: the slowest sets the pace (logits on the last). */
   for (i = 0; i < (int)p; i++) {
-    double li = stage_layers(o, m->layers, i);
+    double li = mix.decoder > 0 ? Lstack : stage_layers(o, m->layers, i); /* encoder-decoder: pp = 1 */
     double ts = li * (t_layer_fwd + t_layer_bwd) + (i == (int)p - 1 ? t_logits : 0);
     t_stage_sum += ts;
     if (ts > t_stage_max) {
@@ -896,7 +929,7 @@ int gpuplan__perf_eval(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_c
   out->attention_s = t_attn_step;
   out->elementwise_s = out->compute_s - t_gemm_step - t_attn_step;
   out->gemm_eff = t_gemm_step > 0 ? M * layers_max * gemm_flops * (3 + rec_full) / t_gemm_step / peak : 0;
-  out->attn_flops_s = t_attn_step > 0 ? M * layers_max * 4 * b * (s / cp) * s * (a / t) * d * 0.5 * 3.5 / t_attn_step : 0;
+  out->attn_flops_s = t_attn_step > 0 ? M * layers_max * 2 * b * (s / cp) * s * (a / t) * (mix.qk_dim + mix.v_dim) * (causal + mix.decoder / Lstack) * 3.5 / t_attn_step : 0;
   (void)t_elem_step;
   /* 1F1B bubble: (p - 1) / v stage-times of one micro-batch. */
   out->bubble_s = p > 1 ? (p - 1) / v * (t_stage_sum / p) : 0;

@@ -57,4 +57,33 @@ int gpuplan__grads_persist(const gpuplan_memory_options *o);
 gpuplan_opt_impl gpuplan__opt_impl(const gpuplan_memory_options *o);
 int gpuplan__prev_logits(const gpuplan_memory_options *o);
 
+/* The matrix multiplications of one layer, per token, as the shape and the
+ * version-2 extensions (expert width, shared experts, MLA, encoder-decoder)
+ * give them: the performance model's FLOPs and GEMM times both come from
+ * this list, so they cannot disagree with the parameter count. */
+enum { GPUPLAN__SPLIT_N = 0, /* column-parallel: tensor parallelism divides the output width */
+       GPUPLAN__SPLIT_K = 1, /* row-parallel: it divides the reduction */
+       GPUPLAN__SPLIT_NONE = 2 /* replicated (MLA down-projections, the router) */ };
+#define GPUPLAN__MAX_GEMMS 12
+typedef struct gpuplan__gemm {
+  const char *name; /* static */
+  double n, k;      /* output width and reduction of one token's row */
+  double count;     /* how many such GEMMs every token passes (shared experts: their number) */
+  int routed;       /* 1: a routed expert's (each token passes top_k of the experts) */
+  int split;        /* GPUPLAN__SPLIT_* */
+} gpuplan__gemm;
+
+/* One layer's model shape for the performance model. */
+typedef struct gpuplan__layer_mix {
+  double dense, moe, decoder; /* how many layers of each kind (gpuplan__layer_gemms' kinds) */
+  double experts, top_k;      /* routed experts and how many each token passes (1 and 1 when dense) */
+  double mlp_width[3];        /* the MLP width a token passes through per kind (top_k x expert + shared) */
+  double qk_dim, v_dim;       /* per head: the query/key and value widths the scores use */
+  int causal;                 /* 0 for encoder-only models (bidirectional self-attention) */
+} gpuplan__layer_mix;
+
+int gpuplan__layer_gemms(const gpuplan_model *m, const gpuplan_memory_options *o, int layer_kind,
+                         gpuplan__gemm *out);
+void gpuplan__layer_mix_of(const gpuplan_model *m, const gpuplan_memory_options *o, gpuplan__layer_mix *mix);
+
 #endif /* GPUPLAN_PLAN_INT_H */
