@@ -316,7 +316,7 @@ static const gpuplan_result_field simulate_fields[] = {
   {"oom_step", I, "", "1-based step of the OOM (0: none)"},
   {"oom_op", S, "", "the operation that failed"},
   {"oom_message", S, "", "PyTorch's out-of-memory message"},
-  {"resident_bytes", I, "B", "CUDA context + NCCL + cuBLAS, outside the allocator"},
+  {"resident_bytes", I, "B", "CUDA context + NCCL, outside the allocator (the cuBLAS workspace is an allocation inside it)"},
   {"other_procs_bytes", I, "B", "memory of other processes"},
   {"nvidia_smi_used_bytes", I, "B", "what nvidia-smi would show at the peak"},
   {"snapshot", S, "", "the snapshot file written, if any"},

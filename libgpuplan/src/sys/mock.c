@@ -977,15 +977,16 @@ int gpuplan_mock_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gp
   if (!ctx || !model || !gpu || !options || !so_in || !out)
     return gpuplan_seterror(ctx, GPUPLAN_EMISUSE, "simulate: NULL argument");
   if ((rc = gpuplan_memory_eval(ctx, model, gpu, options, GPUPLAN_STAGE_WORST, &worst))) return rc;
-  resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes +
-             worst.item[GPUPLAN_MEM_WORKSPACE].bytes;
+  /* outside PyTorch's allocator: the context and NCCL; the cuBLAS workspace
+   * is an allocation of the simulated cache (plan/program.c) */
+  resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes;
   if ((rc = gpuplan_mock_new(ctx, &mock))) return gpuplan_seterror(ctx, rc, "simulate: out of memory");
   rc = gpuplan_mock_add_device(mock, gpu->name, gpu->memory_bytes, resident, NULL);
   if (!rc && other_bytes) rc = gpuplan_mock_set_other_processes(mock, 0, other_bytes);
   if (rc) {
     gpuplan_mock_free(mock);
     return gpuplan_seterror(ctx, rc, "other_procs: %llu bytes do not fit beside the %llu bytes of CUDA context, "
-                            "NCCL and cuBLAS on %s", (unsigned long long)other_bytes, (unsigned long long)resident,
+                            "NCCL on %s", (unsigned long long)other_bytes, (unsigned long long)resident,
                             gpu->name);
   }
   so = *so_in;
