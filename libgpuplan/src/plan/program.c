@@ -226,8 +226,9 @@ int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan
   if (!ctx) return GPUPLAN_EMISUSE;
   if (!model || !gpu || !out) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "simulate: NULL argument");
   if (!sim) sim = &sdef;
-  if (sim->version != GPUPLAN_SIMULATE_OPTIONS_VERSION)
-    return gpuplan__error(ctx, GPUPLAN_EINVAL, "simulate: options.version %u is unknown", sim->version);
+  if (sim->version < 1 || sim->version > GPUPLAN_SIMULATE_OPTIONS_VERSION) /* every version 1..current (conventions rule 4) */
+    return gpuplan__error(ctx, GPUPLAN_EINVAL, "simulate: options.version %u is unknown (this library reads 1 to %d)",
+                          sim->version, GPUPLAN_SIMULATE_OPTIONS_VERSION);
   if (sim->steps < 1 || sim->steps > 1000000)
     return gpuplan__error(ctx, GPUPLAN_EINVAL, "steps: must be 1..1000000 (got %lld)", (long long)sim->steps);
   if (o->workload != GPUPLAN_TRAIN && !(o->module.params > 0))

@@ -894,8 +894,8 @@ int gpuplan_mock_node_ex(gpuplan_ctx *ctx, gpuplan_catalog *cat, const gpuplan_m
   *out = NULL;
   if (!ctx || !cat || !o || !o->spec || (o->nfaults && !o->faults))
     return gpuplan_seterror(ctx, GPUPLAN_EMISUSE, "sim: NULL argument");
-  if (o->version != GPUPLAN_MOCK_NODE_OPTIONS_VERSION)
-    return gpuplan_seterror(ctx, GPUPLAN_EMISUSE, "sim: options version %u (this library: %u)", o->version,
+  if (o->version < 1 || o->version > GPUPLAN_MOCK_NODE_OPTIONS_VERSION) /* 1..current (conventions rule 4) */
+    return gpuplan_seterror(ctx, GPUPLAN_EMISUSE, "sim: options version %u (this library reads 1 to %u)", o->version,
                             GPUPLAN_MOCK_NODE_OPTIONS_VERSION);
   spec = o->spec;
   if (!(o->load_s >= 0 && o->load_s <= 1e6) || !(o->busy >= 0 && o->busy <= 1) ||
