@@ -10,6 +10,7 @@ if [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs python3-distributed python3-nbclient python3-nbformat python3-ipykernel python3-matplotlib python3-matplotlib-inline"
   pkgs="$pkgs python3-torch python3-torchvision"
   pkgs="$pkgs lua5.4 liblua5.4-dev lua5.1 liblua5.1-0-dev luajit libluajit-5.1-dev lua-busted lua-dkjson luarocks valgrind prometheus"
+  pkgs="$pkgs chromium"  # the browser test of replay --html (tests/browser/)
 fi
 missing=""
 for p in $pkgs; do

@@ -25,6 +25,6 @@ echo "== tests under ASan+UBSan =="
 echo "== build (clang, libFuzzer) =="
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DGPUPLAN_BUILD_TESTS=ON \
       -DGPUPLAN_BUILD_FUZZERS=ON -DGPUPLAN_BUILD_CLI=OFF >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_pickle fuzz_alloc_conf fuzz_oom fuzz_job >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz_pickle fuzz_alloc_conf fuzz_oom fuzz_job fuzz_snapshot >/dev/null
 echo "== fuzzing (bounded) =="
 (cd build-fuzz && ctest --output-on-failure -L fuzz)

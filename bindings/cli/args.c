@@ -286,3 +286,14 @@ int cli_run(cli *c, int cmd, int argc, char **argv, const char *usage, const cha
   c->job = NULL;
   return code;
 }
+
+int cli_pass_alloc_env(cli *c, const char *cmd) {
+  static const char *const vars[] = {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"};
+  static const char *const opts[] = {"env_alloc_conf", "env_cuda_alloc_conf"};
+  int k, rc;
+  for (k = 0; k < 2; k++) {
+    const char *v = getenv(vars[k]);
+    if (v && *v && (rc = gpuplan_job_set(c->job, opts[k], v))) return cli_job_fail(c, cmd, rc);
+  }
+  return 0;
+}

@@ -83,6 +83,11 @@ typedef int (*cli_render_fn)(cli *c, gpuplan_doc *doc);
 int cli_exit_code(int rc);
 /* Report a job failure: "cmd: message", with cli_exit_code's code. */
 int cli_job_fail(cli *c, const char *cmd, int rc);
+
+/* Pass this process's PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF to the
+ * job (options env_alloc_conf, env_cuda_alloc_conf); the library decides,
+ * by the torch release, which one applies.  0, or the exit code. */
+int cli_pass_alloc_env(cli *c, const char *cmd);
 /* Set the job's options from argv (argv[0] is the command). */
 int cli_parse(cli *c, int cmd, int argc, char **argv, gpuplan_job *job, cli_out *out, cli_extra_fn extra,
               void *payload);

@@ -24,7 +24,9 @@ static const char replay_about[] =
     "fragmentation, and whether and where it would run out of memory.\n"
     "PYTORCH_ALLOC_CONF (or the older PYTORCH_CUDA_ALLOC_CONF) in the\n"
     "environment counts as --alloc-conf, as in PyTorch; --alloc-conf wins.\n"
-    "--summary prints torch.cuda.memory_summary() at the end of the replay.\n";
+    "--summary prints torch.cuda.memory_summary() at the end of the replay.\n"
+    "--html OUT writes a self-contained page: memory over the replay, the peak,\n"
+    "the segment map at the peak (and at the OOM), the OOM message.\n";
 
 /* The environment as PyTorch reads it (c10 AllocatorConfig): the new name
  * first, the old one as its deprecated alias.  An empty value is taken as
@@ -35,24 +37,14 @@ typedef struct replay_args {
 
 static int replay_extra(cli *c, void *payload, int argc, char **argv, int i) {
   replay_args *ra = payload;
-  const char *a = argv[i];
   (void)argc;
+  (void)argv;
+  (void)i;
   if (!ra->env_done) {
-    static const char *const names[] = {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"};
-    int k, rc;
+    int rc;
     ra->env_done = 1;
-    for (k = 0; k < 2; k++) {
-      const char *v = getenv(names[k]);
-      if (!v || !*v) continue;
-      if ((rc = gpuplan_job_set(c->job, "alloc_conf", v)) ||
-          (rc = gpuplan_job_set(c->job, "alloc_conf_from", names[k])))
-        return -cli_job_fail(c, "replay", rc);
-      break;
-    }
+    if ((rc = cli_pass_alloc_env(c, "replay"))) return -rc;
   }
-  /* --alloc-conf replaces the environment's: the flag is parsed next. */
-  if (strcmp(a, "--alloc-conf") == 0 || strncmp(a, "--alloc-conf=", 13) == 0)
-    gpuplan_job_unset(c->job, "alloc_conf_from");
   return 0;
 }
 
@@ -117,6 +109,7 @@ static int render_replay(cli *c, gpuplan_doc *doc) {
                : "the whole history is in the trace");
     fputs(dstr(r, "summary"), stdout);
   }
+  if (dv(r, "html") && !disnull(r, "html")) printf("html page: %s\n", term_safe(dstr(r, "html"), file, sizeof file));
   return EXIT_OK;
 }
 
@@ -124,6 +117,6 @@ int cmd_replay(cli *c, int argc, char **argv) {
   replay_args ra = {0};
   return cli_run(c, gpuplan_command_find("replay"), argc, argv,
                  "usage: gpuplan replay FILE.pickle [--alloc-conf S] [--gpu SKU | --capacity MIB] "
-                 "[--torch V] [--device N] [--summary] [--json]",
+                 "[--torch V] [--device N] [--summary] [--html OUT] [--json]",
                  replay_about, render_replay, replay_extra, &ra);
 }

@@ -36,7 +36,31 @@ static const char simulate_about[] =
     "NCCL buffers and cuBLAS workspace): parameters at setup, gradients in the\n"
     "first backward, optimizer states at the first step, activations per layer.\n"
     "Reports peak allocated and reserved, fragmentation, the first OOM (step,\n"
-    "operation, PyTorch's message) and the comparison with `gpuplan plan`.\n";
+    "operation, PyTorch's message) and the comparison with `gpuplan plan`.\n"
+    "PYTORCH_ALLOC_CONF (or the older PYTORCH_CUDA_ALLOC_CONF) in the\n"
+    "environment counts as --alloc-conf, as the --torch release read it;\n"
+    "--alloc-conf wins.  --summary prints torch.cuda.memory_summary() at the end.\n";
+
+/* simulate reads the environment as replay does (cmd_replay.c): the new
+ * name first, then its deprecated alias; an empty value is unset.  Which
+ * of them a release's CUDA allocator read is the library's rule (the
+ * torch option): it is told where the text came from. */
+typedef struct simulate_args {
+  int env_done;
+} simulate_args;
+
+static int simulate_extra(cli *c, void *payload, int argc, char **argv, int i) {
+  simulate_args *sa = payload;
+  (void)argc;
+  (void)argv;
+  (void)i;
+  if (!sa->env_done) {
+    int rc;
+    sa->env_done = 1;
+    if ((rc = cli_pass_alloc_env(c, "simulate"))) return -rc;
+  }
+  return 0;
+}
 
 /* The header every planning command prints. */
 static void header(const gpuplan_value *r) {
@@ -316,12 +340,19 @@ static int render_search(cli *c, gpuplan_doc *doc) {
 }
 
 static int render_simulate(cli *c, gpuplan_doc *doc) {
-  const gpuplan_value *r = gpuplan_doc_root(doc), *d;
+  const gpuplan_value *r = gpuplan_doc_root(doc), *d, *w = dv(r, "warnings");
+  const char *from = dstr(r, "alloc_conf_source");
+  char why[1024];
+  size_t i;
   (void)c;
   header(r);
-  printf("\nsimulated on the caching-allocator model (alloc conf '%s', %s), %.2f GiB for PyTorch:\n",
-         dstr(r, "alloc_conf"), dbool(r, "set_to_none") ? "zero_grad(set_to_none=True)" : "gradients kept",
-         gib(dnum(r, "capacity_bytes")));
+  printf("\nsimulated on the caching-allocator model (torch %s rules, alloc conf '%s'%s, %s), %.2f GiB for PyTorch:\n",
+         dstr(r, "rules"), term_safe(dstr(r, "alloc_conf"), why, sizeof why),
+         strcmp(from, "PYTORCH_ALLOC_CONF") == 0 ? " from PYTORCH_ALLOC_CONF"
+         : strcmp(from, "PYTORCH_CUDA_ALLOC_CONF") == 0 ? " from PYTORCH_CUDA_ALLOC_CONF" : "",
+         dbool(r, "set_to_none") ? "zero_grad(set_to_none=True)" : "gradients kept", gib(dnum(r, "capacity_bytes")));
+  for (i = 0; i < gpuplan_value_count(w); i++)
+    printf("warning: %s\n", term_safe(gpuplan_value_string(gpuplan_value_at(w, i), NULL), why, sizeof why));
   printf("  steps completed      %lld (%lld allocations and frees)\n", (long long)dint(r, "steps"), (long long)dint(r, "ops"));
   printf("  peak allocated       %8.2f GiB  (analytic model: %.2f GiB, %+.1f%%)\n", gib(dnum(r, "peak_allocated_bytes")),
          gib(dnum(r, "analytic_bytes")), 100 * dnum(r, "vs_analytic"));
@@ -337,6 +368,10 @@ static int render_simulate(cli *c, gpuplan_doc *doc) {
          dnum(r, "peak_reserved_bytes") / 1048576.0, dnum(r, "resident_bytes") / 1048576.0,
          dnum(r, "other_procs_bytes") / 1048576.0);
   if (!disnull(r, "snapshot")) printf("snapshot written to %s\n", dstr(r, "snapshot"));
+  if (dv(r, "summary") && !disnull(r, "summary")) {
+    printf("\nmemory_summary() at the end of the run:\n");
+    fputs(dstr(r, "summary"), stdout);
+  }
   if ((d = dv(r, "on_device"))) {
     double pred = dnum(d, "predicted_peak_reserved_bytes"), act = dnum(d, "actual_peak_reserved_bytes");
     printf("\non %s (device %lld, %.0f MiB, %.0f MiB free before the run):\n", dstr(d, "device"),
@@ -400,7 +435,9 @@ int cmd_search(cli *c, int argc, char **argv) {
   return rc;
 }
 int cmd_simulate(cli *c, int argc, char **argv) {
+  simulate_args sa = {0};
   return cli_run(c, gpuplan_command_find("simulate"), argc, argv,
-                 "usage: gpuplan simulate MODEL --gpu SKU [plan options] [--steps N] [--alloc-conf S] [--json]",
-                 simulate_about, render_simulate, NULL, NULL);
+                 "usage: gpuplan simulate MODEL --gpu SKU [plan options] [--steps N] [--alloc-conf S] [--torch V] "
+                 "[--summary] [--json]",
+                 simulate_about, render_simulate, simulate_extra, &sa);
 }

@@ -79,3 +79,34 @@ if(GPUPLAN_BUILD_FUZZERS AND CMAKE_C_COMPILER_ID MATCHES "Clang" AND NOT GPUPLAN
            WORKING_DIRECTORY ${_work})
   set_tests_properties(fuzz_job_smoke PROPERTIES LABELS "fuzz" TIMEOUT 120)
 endif()
+
+# Snapshot load + replay (exact, and what-if under expandable segments on a
+# small device and under a rounding / garbage-collection conf).  The corpus
+# runner links the library; the libFuzzer target compiles the replay,
+# pickle, allocator and common sources in, so they are coverage
+# instrumented.
+add_executable(fuzz_snapshot_corpus ${CMAKE_CURRENT_LIST_DIR}/fuzz_snapshot.c ${CMAKE_CURRENT_LIST_DIR}/run_corpus.c)
+target_link_libraries(fuzz_snapshot_corpus PRIVATE gpuplan)
+file(GLOB _seeds ${CMAKE_CURRENT_LIST_DIR}/corpus/snapshot/*)
+add_test(NAME fuzz_snapshot_corpus COMMAND fuzz_snapshot_corpus ${_seeds})
+set_tests_properties(fuzz_snapshot_corpus PROPERTIES LABELS "unit;c")
+if(GPUPLAN_BUILD_FUZZERS AND CMAKE_C_COMPILER_ID MATCHES "Clang" AND NOT GPUPLAN_SANITIZE MATCHES "thread")
+  set(_flags -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g)
+  add_executable(fuzz_snapshot ${CMAKE_CURRENT_LIST_DIR}/fuzz_snapshot.c
+                 ${PROJECT_SOURCE_DIR}/libgpuplan/src/replay/replay.c
+                 ${PROJECT_SOURCE_DIR}/libgpuplan/src/replay/pickle.c
+                 ${PROJECT_SOURCE_DIR}/libgpuplan/src/alloc/oom.c ${_fz_alloc} ${_fz_common})
+  target_include_directories(fuzz_snapshot PRIVATE ${_fz_includes})
+  target_compile_definitions(fuzz_snapshot PRIVATE GPUPLAN_TESTING)
+  target_compile_options(fuzz_snapshot PRIVATE ${_flags})
+  target_link_options(fuzz_snapshot PRIVATE ${_flags})
+  target_link_libraries(fuzz_snapshot PRIVATE m)
+  set(_work ${GPUPLAN_TEST_TMP}/fuzz_snapshot)
+  file(MAKE_DIRECTORY ${_work}/corpus)
+  add_test(NAME fuzz_snapshot_smoke
+           COMMAND fuzz_snapshot -max_total_time=20 -max_len=32768 -rss_limit_mb=2048 -timeout=10
+                   -print_final_stats=1 -artifact_prefix=${_work}/ ${_work}/corpus
+                   ${CMAKE_CURRENT_LIST_DIR}/corpus/snapshot
+           WORKING_DIRECTORY ${_work})
+  set_tests_properties(fuzz_snapshot_smoke PROPERTIES LABELS "fuzz" TIMEOUT 120)
+endif()

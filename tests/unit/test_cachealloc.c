@@ -181,10 +181,12 @@ static void test_cca__s10_rounding(void **state) {
   EQ(rnd(f, list, GPUPLAN_TORCH_LATEST, 600 * MiB + 1), 805306368);
   EQ(rnd(f, list, GPUPLAN_TORCH_LATEST, 1500 * MiB + 1), 1610612736);
   EQ(rnd(f, list, GPUPLAN_TORCH_LATEST, 3000 * MiB + 1), 3221225472ull);
-  /* The same list as releases up to ~2.7 parse and round it. */
-  EQ(rnd(f, list, GPUPLAN_TORCH_2_X, 3000), 4096);
-  EQ(rnd(f, list, GPUPLAN_TORCH_2_X, 100 * MiB + 1), 128 * MiB);
-  EQ(rnd(f, list, GPUPLAN_TORCH_2_X, 300 * MiB + 1), 512 * MiB);
+  /* The same list as 2.9 ("2.x") parses it: '>' overwrites 1024:4, and
+   * since 2.4 a division of 1 means no power-of-two rounding, so these
+   * round to 512 bytes (per-release cases: test_torch_releases.c). */
+  EQ(rnd(f, list, GPUPLAN_TORCH_2_X, 3000), 3072);
+  EQ(rnd(f, list, GPUPLAN_TORCH_2_X, 100 * MiB + 1), 104858112);
+  EQ(rnd(f, list, GPUPLAN_TORCH_2_X, 300 * MiB + 1), 314573312);
 }
 
 static void test_cca__s11_garbage_collection(void **state) {

@@ -22,20 +22,43 @@
 
 GPUPLAN_BEGIN_DECLS
 
-/** Which PyTorch release's behaviour to reproduce where releases differ. */
+/**
+ * Which PyTorch release's behaviour to reproduce where releases differ.
+ *
+ * Since 0.2.0 every release from 1.13 to 2.10 has a value of its own,
+ * major * 100 + minor (GPUPLAN_TORCH_RELEASE(2, 4) == GPUPLAN_TORCH_V2_4 ==
+ * 204), and every rule is a test on that number (docs/allocator.md,
+ * "Versions", lists each rule with the PyTorch source it follows).  The
+ * four values of 0.1 keep their names and stand for one release each.
+ */
 typedef enum gpuplan_torch_version {
-  GPUPLAN_TORCH_LATEST = 0, /**< recent main (~2.10+): d > 1 rounding, new '>' fill, docs.pytorch.org URL */
-  GPUPLAN_TORCH_2_0 = 1,    /**< <= 2.0: old OOM text, d > 0 rounding, old '>' fill */
-  GPUPLAN_TORCH_2_X = 2,    /**< 2.1 to ~2.9: current OOM text with the old URL, d > 0 rounding, old '>' fill */
-  GPUPLAN_TORCH_1_13 = 3    /**< 1.13: as 2.0, and memory_summary() in its KB/MB layout (no "Requested memory") */
+  GPUPLAN_TORCH_LATEST = 0, /**< main after 2.10 (the newest source read): docs.pytorch.org URL in the OOM text */
+  GPUPLAN_TORCH_2_0 = 1,    /**< 2.0 (same as GPUPLAN_TORCH_V2_0) */
+  GPUPLAN_TORCH_2_X = 2,    /**< "2.x", 2.1 to 2.9: the rules of 2.9, the last of them (GPUPLAN_TORCH_V2_9) */
+  GPUPLAN_TORCH_1_13 = 3,   /**< 1.13 (same as GPUPLAN_TORCH_V1_13) */
+  GPUPLAN_TORCH_V1_13 = 113, /**< one value per release (since 0.2.0) */
+  GPUPLAN_TORCH_V2_0 = 200,
+  GPUPLAN_TORCH_V2_1 = 201,
+  GPUPLAN_TORCH_V2_2 = 202,
+  GPUPLAN_TORCH_V2_3 = 203,
+  GPUPLAN_TORCH_V2_4 = 204,
+  GPUPLAN_TORCH_V2_5 = 205,
+  GPUPLAN_TORCH_V2_6 = 206,
+  GPUPLAN_TORCH_V2_7 = 207,
+  GPUPLAN_TORCH_V2_8 = 208,
+  GPUPLAN_TORCH_V2_9 = 209,
+  GPUPLAN_TORCH_V2_10 = 210
 } gpuplan_torch_version;
 
-#define GPUPLAN_ALLOC_CONF_VERSION 1
+/** The value of release major.minor (1.13 and 2.0 to 2.10 are known). */
+#define GPUPLAN_TORCH_RELEASE(major, minor) ((gpuplan_torch_version)((major) * 100 + (minor)))
 
-/** Allocator settings, as PYTORCH_CUDA_ALLOC_CONF sets them. */
+#define GPUPLAN_ALLOC_CONF_VERSION 2
+
+/** Allocator settings, as PYTORCH_ALLOC_CONF sets them. */
 typedef struct gpuplan_alloc_conf {
-  unsigned version;                 /**< GPUPLAN_ALLOC_CONF_VERSION */
-  gpuplan_torch_version torch;
+  unsigned version;                 /**< GPUPLAN_ALLOC_CONF_VERSION (1 is still accepted) */
+  gpuplan_torch_version torch;      /**< as given to gpuplan_alloc_conf_parse */
   uint64_t max_split_size;          /**< bytes; UINT64_MAX = unlimited (default) */
   uint64_t max_non_split_rounding;  /**< bytes; 20 MiB default */
   unsigned roundup_divisions[16];   /**< per size interval (R4); 0 = off */
@@ -43,16 +66,24 @@ typedef struct gpuplan_alloc_conf {
   int expandable_segments;
   uint64_t large_segment_size;      /**< 20 MiB */
   double memory_fraction;           /**< set_per_process_memory_fraction; 1 = none */
+  /* version 2 (0.2.0) */
+  unsigned release;                 /**< the release whose rules apply, major*100+minor (211: main after 2.10) */
+  uint64_t roundup_bypass_threshold; /**< 1.13's roundup_bypass_threshold_mb, bytes; UINT64_MAX = none */
 } gpuplan_alloc_conf;
 
 /**
- * Parse a PYTORCH_CUDA_ALLOC_CONF string ("expandable_segments:True,
+ * Parse a PYTORCH_ALLOC_CONF string ("expandable_segments:True,
  * max_split_size_mb:128", "roundup_power2_divisions:[256:1,512:2,>:8]",
  * "garbage_collection_threshold:0.6", ...) into defaults-plus-settings, as
- * the given release parses it.  NULL or "" gives the defaults.
+ * the given release parses it: a key that release did not know is refused,
+ * as PyTorch refused it ("Unrecognized CachingAllocator option"), naming
+ * the release that added it.  NULL or "" gives the defaults.
  *
+ * @param torch  a release (GPUPLAN_TORCH_V2_4, GPUPLAN_TORCH_RELEASE(2, 4))
+ *               or one of the four values of 0.1.
  * @return GPUPLAN_OK or GPUPLAN_EINVAL naming the key and the allowed values
- *         (max_split_size_mb must be >= 20, divisions powers of two, ...).
+ *         (max_split_size_mb must be > 20 before 2.10, >= 20 since, divisions
+ *         powers of two, ...) or the release.
  * @errors any  @threads ctx  @since 0.1.0
  */
 GPUPLAN_API int gpuplan_alloc_conf_parse(gpuplan_ctx *ctx, const char *conf,
@@ -123,7 +154,9 @@ typedef struct gpuplan_cachealloc gpuplan_cachealloc;
 
 /**
  * Create an allocator over a device.
- * @param conf    NULL for the defaults of the latest release.
+ * @param conf    NULL for the defaults of the latest release; a structure of
+ *                version 1 (no release field: its torch value names the
+ *                release) or 2.
  * @param capacity  bytes PyTorch can get from the built-in mock device
  *                (used when device is NULL): cudaMalloc succeeds iff the
  *                segment fits in capacity - reserved.

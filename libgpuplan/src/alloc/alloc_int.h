@@ -48,6 +48,14 @@ int gpuplan__alloc_layout(gpuplan_cachealloc *a, gpuplan_segment_info **segs, gp
 /* The context an allocator was made on. */
 gpuplan_ctx *gpuplan__alloc_ctx(const gpuplan_cachealloc *a);
 
+/* The release a torch value stands for, major*100+minor (211: main after
+ * 2.10), 0 for a value that names none; its name ("2.4"); and the rule
+ * for the environment: whether that release's CUDA allocator reads
+ * PYTORCH_ALLOC_CONF (conf.c). */
+unsigned gpuplan__release_of(gpuplan_torch_version v);
+void gpuplan__torch_release_name(unsigned release, char *buf, size_t cap);
+int gpuplan__reads_pytorch_alloc_conf(unsigned release);
+
 /* memory_summary(device, abbreviated) in the layout of a release. */
 int gpuplan__alloc_summary(gpuplan_cachealloc *a, int device, int abbreviated, gpuplan_torch_version layout,
                            char **out);

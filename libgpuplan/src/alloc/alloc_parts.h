@@ -48,6 +48,7 @@ struct gpuplan__seg {
   uint64_t addr, size, stream;
   int small;
   int expandable;                    /* a virtual reservation mapped page by page (R26) */
+  int pooled;                        /* from the allocator's parts arena (gpuplan__seg_add) */
   uint64_t page;                     /* its page size */
   gpuplan__blk *first;
   struct gpuplan__seg *snext, *sprev;
@@ -83,6 +84,8 @@ struct gpuplan_cachealloc {
   gpuplan__blk **hash;         /* allocated blocks by address */
   size_t hcap, hcount;
   gpuplan__blk *spare;         /* recycled block structs */
+  gpuplan__seg *spare_segs;    /* recycled segment structs (through snext) */
+  gpuplan__arena parts;        /* every block struct and gpuplan__seg_add's segments */
   gpuplan_alloc_stats st;
   gpuplan_alloc_trace_fn trace;
   void *trace_payload;
@@ -98,18 +101,48 @@ static inline gpuplan__pool *gpuplan__pool_of(gpuplan_cachealloc *a, int small) 
 /* PyTorch's defaults under a release (max_split_size unlimited, 20 MiB
  * max_non_split_rounding and large_segment_size, no fraction). */
 void gpuplan__alloc_conf_defaults(gpuplan_alloc_conf *c, gpuplan_torch_version v);
+/* A caller's conf (version 1 or 2): the release it stands for (0: none
+ * known), and the copy the allocator keeps (release filled in). */
+unsigned gpuplan__alloc_conf_release(const gpuplan_alloc_conf *c);
+void gpuplan__alloc_conf_copy(gpuplan_alloc_conf *dst, const gpuplan_alloc_conf *src);
+/* The release rules of the OOM text and of memory_summary()'s layout. */
+int gpuplan__oom_text_v1(const gpuplan_alloc_conf *c);
+const char *gpuplan__oom_env(const gpuplan_alloc_conf *c);
+const char *gpuplan__oom_url(const gpuplan_alloc_conf *c);
+int gpuplan__summary_v113(unsigned release);
 
 /* --- pool.c ---------------------------------------------------------------- */
 
 /* Stat::increase / decrease, for all and for the block's pool. */
-void gpuplan__stat_add(gpuplan_stat *s, int64_t d);
-void gpuplan__stat3(gpuplan_stat *arr, int small, int64_t d);
+static inline void gpuplan__stat_add(gpuplan_stat *s, int64_t d) {
+  s->current += d;
+  if (d > 0) s->allocated += d;
+  else s->freed -= d;
+  if (s->current > s->peak) s->peak = s->current;
+}
+
+static inline void gpuplan__stat3(gpuplan_stat *arr, int small, int64_t d) {
+  gpuplan__stat_add(&arr[GPUPLAN_POOL_ALL], d);
+  gpuplan__stat_add(&arr[small ? GPUPLAN_POOL_SMALL : GPUPLAN_POOL_LARGE], d);
+}
 /* A trace entry to the observer (record_trace). */
 void gpuplan__emit(gpuplan_cachealloc *a, gpuplan_alloc_action act, uint64_t addr, uint64_t size,
                    uint64_t stream, uint64_t device_free);
 
 /* The first free block not below (stream, size, addr). */
-size_t gpuplan__pool_lower_bound(const gpuplan__pool *p, uint64_t stream, uint64_t size, uint64_t addr);
+static inline size_t gpuplan__pool_lower_bound(const gpuplan__pool *p, uint64_t stream, uint64_t size,
+                                               uint64_t addr) {
+  size_t lo = 0, hi = p->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const gpuplan__blk *x = p->v[mid];
+    if (x->stream != stream ? x->stream < stream : x->size != size ? x->size < size : x->addr < addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
 int gpuplan__pool_insert(gpuplan_cachealloc *a, gpuplan__pool *p, gpuplan__blk *b);
 void gpuplan__pool_remove(gpuplan__pool *p, gpuplan__blk *b);
 /* The unmapped set: first range not below (stream, addr); insert, remove. */
@@ -129,8 +162,16 @@ void gpuplan__blk_del(gpuplan_cachealloc *a, gpuplan__blk *b);
  * gpuplan__blk_new() calls and `more` inserts into p's free set (`umore`
  * into its unmapped set) cannot fail, so an operation either fails with
  * GPUPLAN_ENOMEM before it changes anything or completes. */
-int gpuplan__spare_reserve(gpuplan_cachealloc *a, size_t n);
-int gpuplan__pool_reserve(gpuplan_cachealloc *a, gpuplan__pool *p, size_t more, size_t umore);
+int gpuplan__spare_reserve_slow(gpuplan_cachealloc *a, size_t n);
+int gpuplan__pool_reserve_slow(gpuplan_cachealloc *a, gpuplan__pool *p, size_t more, size_t umore);
+static inline int gpuplan__spare_reserve(gpuplan_cachealloc *a, size_t n) {
+  if (n == 0 || (n == 1 && a->spare)) return GPUPLAN_OK;
+  return gpuplan__spare_reserve_slow(a, n);
+}
+static inline int gpuplan__pool_reserve(gpuplan_cachealloc *a, gpuplan__pool *p, size_t more, size_t umore) {
+  if (p->n + more <= p->cap && p->un + umore <= p->ucap) return GPUPLAN_OK;
+  return gpuplan__pool_reserve_slow(a, p, more, umore);
+}
 
 /* Split b at off (0 < off < b->size): b keeps its first off bytes; the
  * returned block, right after b in the segment, the rest, with b's stream,

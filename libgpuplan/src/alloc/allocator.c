@@ -88,11 +88,12 @@ int gpuplan_cachealloc_new(gpuplan_ctx *ctx, const gpuplan_alloc_conf *conf, uin
   if (!ctx) return GPUPLAN_EMISUSE;
   if (!out) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "allocator: out is NULL");
   *out = NULL;
-  if (conf && (conf->version != GPUPLAN_ALLOC_CONF_VERSION || conf->max_split_size < 20 * MiB ||
+  if (conf && (conf->version < 1 || conf->version > GPUPLAN_ALLOC_CONF_VERSION ||
+               !gpuplan__alloc_conf_release(conf) || conf->max_split_size < 20 * MiB ||
                !(conf->memory_fraction > 0 && conf->memory_fraction <= 1) ||
                conf->large_segment_size < 2 * MiB))
     return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                          "allocator: invalid conf (version, max_split_size >= 20 MiB, "
+                          "allocator: invalid conf (version, torch release, max_split_size >= 20 MiB, "
                           "memory_fraction in (0, 1], large_segment_size >= 2 MiB)");
   if (!device && capacity == 0)
     return gpuplan__error(ctx, GPUPLAN_EINVAL, "allocator: capacity must be positive");
@@ -101,7 +102,8 @@ int gpuplan_cachealloc_new(gpuplan_ctx *ctx, const gpuplan_alloc_conf *conf, uin
   a = gpuplan__calloc(ctx, 1, sizeof *a);
   if (!a) return gpuplan__nomem(ctx);
   a->ctx = ctx;
-  if (conf) a->conf = *conf;
+  gpuplan__arena_init(&a->parts, ctx);
+  if (conf) gpuplan__alloc_conf_copy(&a->conf, conf); /* version 1 or 2 */
   else gpuplan__alloc_conf_defaults(&a->conf, GPUPLAN_TORCH_LATEST);
   a->mock.capacity = capacity;
   a->mock.next_addr = 0x7f0000000000ull; /* looks like a CUDA device address */
@@ -134,21 +136,11 @@ void gpuplan_cachealloc_free(gpuplan_cachealloc *a) {
   ctx = a->ctx;
   while (a->segs) {
     gpuplan__seg *s = a->segs;
-    gpuplan__blk *b = s->first;
-    while (b) {
-      gpuplan__blk *n = b->next;
-      gpuplan__free(ctx, b);
-      b = n;
-    }
     a->segs = s->snext;
     if (!s->expandable) a->dev.free(a->dev.payload, s->addr, s->size);
-    gpuplan__free(ctx, s);
+    if (!s->pooled) gpuplan__free(ctx, s);
   }
-  while (a->spare) {
-    gpuplan__blk *n = a->spare->hnext;
-    gpuplan__free(ctx, a->spare);
-    a->spare = n;
-  }
+  gpuplan__arena_free(&a->parts); /* the block structs and pooled segments */
   gpuplan__free(ctx, a->small.v);
   gpuplan__free(ctx, a->large.v);
   gpuplan__free(ctx, a->small.u);
@@ -379,7 +371,7 @@ static void oom_message(gpuplan_cachealloc *a, uint64_t alloc_size, uint64_t req
     snprintf(AL, sizeof AL, "%s allowed; ", m);
   }
   (void)request;
-  if (a->conf.torch == GPUPLAN_TORCH_2_0 || a->conf.torch == GPUPLAN_TORCH_1_13) {
+  if (gpuplan__oom_text_v1(&a->conf)) { /* the release rules: conf.c */
     gpuplan__error(a->ctx, GPUPLAN_EOOM,
                    "CUDA out of memory. Tried to allocate %s (GPU 0; %s total capacity; %s already "
                    "allocated; %s free; %s%s reserved in total by PyTorch) If reserved memory is >> "
@@ -391,12 +383,9 @@ static void oom_message(gpuplan_cachealloc *a, uint64_t alloc_size, uint64_t req
                    "CUDA out of memory. Tried to allocate %s. GPU 0 has a total capacity of %s of "
                    "which %s is free. %sOf the allocated memory %s is allocated by PyTorch, and %s "
                    "is reserved by PyTorch but unallocated. If reserved but unallocated memory is "
-                   "large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+                   "large try setting %s=expandable_segments:True to avoid "
                    "fragmentation.  See documentation for Memory Management  (%s)",
-                   A, T, F, AL, P, U,
-                   a->conf.torch == GPUPLAN_TORCH_LATEST
-                       ? "https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf"
-                       : "https://pytorch.org/docs/stable/notes/cuda.html#environment-variables");
+                   A, T, F, AL, P, U, gpuplan__oom_env(&a->conf), gpuplan__oom_url(&a->conf));
   }
 }
 

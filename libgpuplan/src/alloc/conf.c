@@ -6,11 +6,82 @@
  * get_allocation_size, R7).  Rule numbers refer to
  * data/reference/allocator-rules.md.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc/alloc_parts.h"
+
+/* --- releases ---------------------------------------------------------------
+ *
+ * Every rule that differs between releases tests c->release (major*100 +
+ * minor) and cites the PyTorch source it follows.  Sources read (through
+ * the code index; "id" is the index's id where it names no commit):
+ *   [113]  c10/cuda/CUDACachingAllocator.cpp as of tag v1.13.1 (a verbatim
+ *          third-party copy, index id 17481589746, that names the tag), and
+ *          a late-2022 main version (index id 171536164)
+ *   [CCA]  c10/cuda/CUDACachingAllocator.cpp @ eb42ad6eca0c (CUDAAllocatorConfig
+ *          era, ~2.3) and the newest main (index id 79076714)
+ *   [CFG]  c10/cuda/CUDAAllocatorConfig.cpp, pre-refactor version with
+ *          graph_capture_record_stream_reuse and pinned_reserve_segment_size_mb
+ *          (index id 706613213, the parser of 2.9), and the refactored
+ *          @ 01f9ef32eae5 / @ b944315b93d3 (2.10 and later)
+ *   [ACF]  c10/core/AllocatorConfig.cpp @ 0ac716637f32 (AcceleratorAllocatorConfig)
+ *   [HDR]  c10/cuda/CUDAAllocatorConfig.h @ 012117ce596c (~2.6-2.7)
+ * and the pull requests that made each change, placed in the release whose
+ * branch was cut after them (docs/allocator.md, "Versions"). */
+
+#define REL_MAIN 211u /* GPUPLAN_TORCH_LATEST: main after 2.10 */
+
+unsigned gpuplan__release_of(gpuplan_torch_version v) {
+  int x = (int)v;
+  switch (x) {
+  case GPUPLAN_TORCH_LATEST: return REL_MAIN;
+  case GPUPLAN_TORCH_2_0: return 200;
+  case GPUPLAN_TORCH_2_X: return 209; /* "2.x" (2.1-2.9): the rules of the last of them */
+  case GPUPLAN_TORCH_1_13: return 113;
+  default: break;
+  }
+  if (x == 113 || (x >= 200 && x <= 210)) return (unsigned)x;
+  return 0;
+}
+
+void gpuplan__torch_release_name(unsigned r, char *buf, size_t cap) {
+  if (r >= REL_MAIN) snprintf(buf, cap, "main after 2.10");
+  else snprintf(buf, cap, "%u.%u", r / 100, r % 100);
+}
+
+/* PYTORCH_ALLOC_CONF reaches the CUDA allocator from 2.10: the refactored
+ * CUDAAllocatorConfig reuses AcceleratorAllocatorConfig ([CFG] @ 01f9ef32,
+ * pytorch#165135), whose instance() reads PYTORCH_ALLOC_CONF, then
+ * PYTORCH_CUDA_ALLOC_CONF as a deprecated alias ([ACF]).  In 2.8 and 2.9
+ * only the generic config read it and the CUDA allocator ignored it
+ * (pytorch#183387, "silently ignored for CUDA in 2.9.1"); before 2.8 only
+ * PYTORCH_CUDA_ALLOC_CONF existed ([HDR] instance()). */
+int gpuplan__reads_pytorch_alloc_conf(unsigned release) { return release >= 210; }
+
+/* The OOM text.  <= 2.0: "(GPU 0; ... total capacity; ...)" ([113], id
+ * 171536164); 2.1-2.9: "GPU 0 has a total capacity of ..." with
+ * PYTORCH_CUDA_ALLOC_CONF and the pytorch.org #environment-variables link
+ * (2.x logs, e.g. pytorch/FBGEMM#3763 on a 2.6 nightly; the 2.0/2.1
+ * boundary is the earlier model's, not re-verified); 2.10: the same with
+ * PYTORCH_ALLOC_CONF (huggingface/trl#5197's log; pytorch#172327 describes
+ * the text it replaced); main after 2.10: PYTORCH_CUDA_ALLOC_CONF again and
+ * the docs.pytorch.org link (pytorch#172327, 2026-01-13; [CCA] newest). */
+int gpuplan__oom_text_v1(const gpuplan_alloc_conf *c) { return c->release < 201; }
+const char *gpuplan__oom_env(const gpuplan_alloc_conf *c) {
+  return c->release == 210 ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
+}
+const char *gpuplan__oom_url(const gpuplan_alloc_conf *c) {
+  return c->release >= REL_MAIN
+             ? "https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf"
+             : "https://pytorch.org/docs/stable/notes/cuda.html#environment-variables";
+}
+
+/* memory_summary(): 1.13's KB/MB layout without "Requested memory" rows
+ * (torch/cuda/memory.py of 1.13; requested_bytes came in 2.0). */
+int gpuplan__summary_v113(unsigned release) { return release && release < 200; }
 
 /* --- configuration ------------------------------------------------------- */
 
@@ -18,10 +89,33 @@ void gpuplan__alloc_conf_defaults(gpuplan_alloc_conf *c, gpuplan_torch_version v
   memset(c, 0, sizeof *c);
   c->version = GPUPLAN_ALLOC_CONF_VERSION;
   c->torch = v;
+  c->release = gpuplan__release_of(v);
+  if (!c->release) c->release = REL_MAIN;
   c->max_split_size = UINT64_MAX;
   c->max_non_split_rounding = 20 * MiB;
   c->large_segment_size = 20 * MiB;
   c->memory_fraction = 1.0;
+  c->roundup_bypass_threshold = UINT64_MAX;
+}
+
+unsigned gpuplan__alloc_conf_release(const gpuplan_alloc_conf *c) {
+  if (c->version >= 2 && c->release) {
+    if (c->release == 113 || (c->release >= 200 && c->release <= REL_MAIN)) return c->release;
+    return 0;
+  }
+  return gpuplan__release_of(c->torch);
+}
+
+void gpuplan__alloc_conf_copy(gpuplan_alloc_conf *dst, const gpuplan_alloc_conf *src) {
+  unsigned r = gpuplan__alloc_conf_release(src);
+  if (src->version >= 2) {
+    *dst = *src;
+  } else { /* a version-1 caller's structure ends before release */
+    gpuplan__alloc_conf_defaults(dst, src->torch);
+    memcpy(dst, src, offsetof(gpuplan_alloc_conf, release));
+    dst->version = GPUPLAN_ALLOC_CONF_VERSION;
+  }
+  dst->release = r ? r : REL_MAIN;
 }
 
 static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
@@ -64,16 +158,30 @@ static const char *parse_divisions(gpuplan_ctx *ctx, const char *p, gpuplan_allo
                                    int *rc) {
   uint64_t v;
   int i;
+  char rel[24];
   *rc = GPUPLAN_OK;
   p = skip_ws(p);
+  gpuplan__torch_release_name(c->release, rel, sizeof rel);
   if (*p != '[') {
+    /* The single value must be a power of two in every release: 0 is
+     * refused (llvm::isPowerOf2_64(0) is false; [113] parseArgs, [CFG]
+     * "Keep this for backwards compatibility", [ACF]); 0 turns an
+     * interval off only inside the list. */
     const char *e = parse_u64(p, &v);
-    if (!e || (v != 0 && !is_pow2(v)) || v > 65536) {
-      *rc = conf_err(ctx, "roundup_power2_divisions", "must be 0 or a power of two", p);
+    if (!e || !is_pow2(v) || v > 65536) {
+      *rc = conf_err(ctx, "roundup_power2_divisions", "must be a power of two (0, off, only inside the [...] list)", p);
       return NULL;
     }
     for (i = 0; i < 16; i++) c->roundup_divisions[i] = (unsigned)v;
     return e;
+  }
+  /* The per-interval list came in 2.0 (pytorch#87290); 1.13 took one
+   * value ([113]: stoi of the text after ':'). */
+  if (c->release < 200) {
+    *rc = gpuplan__error(ctx, GPUPLAN_EINVAL,
+                         "alloc conf roundup_power2_divisions: the [size:divisions,...] list form came in torch 2.0 "
+                         "(pytorch#87290); torch %s takes one value (got '%.60s')", rel, p);
+    return NULL;
   }
   {
     int last = -1, first = 1;
@@ -103,9 +211,11 @@ static const char *parse_divisions(gpuplan_ctx *ctx, const char *p, gpuplan_allo
         return NULL;
       }
       if (gt) {
-        /* Newest code fills from last+1; older code from last, overwriting
-         * the last explicit key (R5). */
-        int from = c->torch == GPUPLAN_TORCH_LATEST ? last + 1 : (last < 0 ? 0 : last);
+        /* '>' fills from last_index + 1 since 2.10 ([ACF]
+         * parseRoundUpPower2Divisions, used by CUDA from pytorch#165135);
+         * up to 2.9 from last_index, overwriting the last explicit key
+         * ([CFG] id 706613213, R5). */
+        int from = c->release >= 210 ? last + 1 : (last < 0 ? 0 : last);
         for (i = from; i < 16; i++) c->roundup_divisions[i] = (unsigned)val;
       } else {
         idx = ilog2(key);
@@ -139,11 +249,122 @@ static int parse_real(const char *v, size_t n, double *out) {
   return *e == '\0';
 }
 
+/* True or False, as every release spells them (ConfigTokenizer::toBool in
+ * [ACF]; "Expected a single True/False argument" in [CFG]). */
 static int parse_bool(const char *v, size_t n, int *out) {
-  if (n == 4 && (strncmp(v, "True", 4) == 0 || strncmp(v, "true", 4) == 0)) *out = 1;
-  else if (n == 5 && (strncmp(v, "False", 5) == 0 || strncmp(v, "false", 5) == 0)) *out = 0;
+  if (n == 4 && strncmp(v, "True", 4) == 0) *out = 1;
+  else if (n == 5 && strncmp(v, "False", 5) == 0) *out = 0;
   else return 0;
   return 1;
+}
+
+/* The keys, with the first release that parsed each and the last (0:
+ * still parsed).  A key outside its range is refused, as that release
+ * refused it. */
+typedef struct key_rule {
+  const char *name;
+  unsigned since, until;
+} key_rule;
+
+static const key_rule keys[] = {
+  /* [113] CachingAllocatorConfig::parseArgs: the four keys of 1.13 */
+  {"max_split_size_mb", 113, 0},
+  {"roundup_power2_divisions", 113, 0},
+  {"garbage_collection_threshold", 113, 0},
+  /* [113]; gone from CUDAAllocatorConfig.cpp (split out for 2.0), the
+   * per-interval list of pytorch#87290 replacing it ([CCA] @ eb42ad6e has
+   * no bypass) */
+  {"roundup_bypass_threshold_mb", 113, 113},
+  /* backend:cudaMallocAsync (pytorch#82682, re-opened 2022-08): not in
+   * [113]'s v1.13.1 copy, in its late-2022 main (id 171536164): 2.0 */
+  {"backend", 200, 0},
+  /* pytorch#96995, merged April 2023 (pytorch#100184 enables it in fbcode
+   * "now that expandable_segments has been merged from OSS"): 2.1 */
+  {"expandable_segments", 201, 0},
+  /* pytorch#108367 (2023-08-31, after the 2.1 branch cut): 2.2 */
+  {"release_lock_on_cudamalloc", 202, 0},
+  /* pytorch#108488 (reviewed 2023-10-05): 2.2 */
+  {"pinned_use_cuda_host_register", 202, 0},
+  {"pinned_num_register_threads", 202, 0},
+  /* pytorch#136174 (2024-09-16, after the 2.5 branch cut): 2.6 */
+  {"max_non_split_rounding_mb", 206, 0},
+  /* in [HDR] @ 012117ce beside max_non_split_rounding; the pull request
+   * was not found: taken as 2.6 (docs/allocator.md marks it unverified) */
+  {"pinned_use_background_threads", 206, 0},
+  /* pytorch#158352 (merged before 2025-09-04, pytorch#162186 builds on
+   * it): 2.9 */
+  {"graph_capture_record_stream_reuse", 209, 0},
+  /* pytorch#164501 (2025-10-02, after the 2.9 branch cut): 2.10 */
+  {"pinned_reserve_segment_size_mb", 210, 0},
+  /* pytorch#161035; in [CFG] @ b944315b, not in the 2.9 parser
+   * (id 706613213, which already has pinned_reserve_segment_size_mb): 2.10 */
+  {"per_process_memory_fraction", 210, 0},
+  /* pytorch#172056 (2026-01-09, after the 2.10 branch cut): main */
+  {"large_segment_size_mb", REL_MAIN, 0},
+};
+
+static const key_rule *find_key(const char *k, size_t n) {
+  size_t i;
+  for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (strlen(keys[i].name) == n && strncmp(keys[i].name, k, n) == 0) return &keys[i];
+  return NULL;
+}
+
+/* What the release said of a key it did not know: 2.10 and later
+ * TORCH_CHECK_VALUE "Unrecognized key 'X' in CUDA allocator config."
+ * ([CFG] @ 01f9ef32 parseArgs); before, TORCH_CHECK "Unrecognized
+ * CachingAllocator option: X" ([113], [CFG] id 706613213). */
+static void unrecognized(unsigned release, const char *key, char *buf, size_t cap) {
+  if (release >= 210) snprintf(buf, cap, "Unrecognized key '%s' in CUDA allocator config.", key);
+  else snprintf(buf, cap, "Unrecognized CachingAllocator option: %s", key);
+}
+
+static int key_error(gpuplan_ctx *ctx, const gpuplan_alloc_conf *c, const char *k, size_t klen,
+                     const key_rule *kr) {
+  char key[64], rel[24], since[24], said[128], known[512];
+  size_t i, n = 0;
+  snprintf(key, sizeof key, "%.*s", (int)(klen < 60 ? klen : 60), k);
+  gpuplan__torch_release_name(c->release, rel, sizeof rel);
+  unrecognized(c->release, key, said, sizeof said);
+  if (kr && c->release < kr->since) {
+    gpuplan__torch_release_name(kr->since, since, sizeof since);
+    return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                          "alloc conf: %s is not an option of torch %s: it came in %s (torch %s raised \"%s\")",
+                          key, rel, since, rel, said);
+  }
+  if (kr) {
+    gpuplan__torch_release_name(kr->until + 1 < 200 ? 200 : kr->until + 1, since, sizeof since);
+    return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                          "alloc conf: %s is not an option of torch %s: it was removed in %s (torch %s raised \"%s\")",
+                          key, rel, since, rel, said);
+  }
+  known[0] = '\0';
+  for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (c->release >= keys[i].since && (!keys[i].until || c->release <= keys[i].until))
+      n += (size_t)snprintf(known + n, n < sizeof known ? sizeof known - n : 0, "%s%s", n ? ", " : "",
+                            keys[i].name);
+  return gpuplan__error(ctx, GPUPLAN_EINVAL, "alloc conf: unknown key '%s' (torch %s raised \"%s\"; known: %s)", key,
+                        rel, said, known);
+}
+
+/* max_split_size_mb and max_non_split_rounding_mb take whole MiB of at
+ * least kLargeBuffer: "> 20" up to 2.9 ([113], [CFG] id 706613213
+ * parseMaxSplitSize/parseMaxNonSplitRoundingSize: val1 > kLargeBuffer / mb),
+ * ">= 20" since 2.10 ([ACF]: val_env >= min_allowed_split_size_mb). */
+static int parse_mb_min20(gpuplan_ctx *ctx, const gpuplan_alloc_conf *c, const char *key, const char *val,
+                          size_t vlen, uint64_t *out) {
+  uint64_t mb;
+  const char *e = parse_u64(val, &mb);
+  char rel[24], msg[128];
+  if (!e || (size_t)(e - val) != vlen) return conf_err(ctx, key, "must be an integer number of MiB", val);
+  if (c->release >= 210 ? mb < 20 : mb <= 20) {
+    gpuplan__torch_release_name(c->release, rel, sizeof rel);
+    if (c->release >= 210) snprintf(msg, sizeof msg, "must be at least 20 (kLargeBuffer)");
+    else snprintf(msg, sizeof msg, "must be more than 20 (kLargeBuffer) in torch %s (20 is allowed since 2.10)", rel);
+    return conf_err(ctx, key, msg, val);
+  }
+  *out = mb > (UINT64_MAX >> 20) ? UINT64_MAX : mb << 20;
+  return GPUPLAN_OK;
 }
 
 int gpuplan_alloc_conf_parse(gpuplan_ctx *ctx, const char *s, gpuplan_torch_version v,
@@ -152,21 +373,27 @@ int gpuplan_alloc_conf_parse(gpuplan_ctx *ctx, const char *s, gpuplan_torch_vers
   int rc;
   if (!ctx) return GPUPLAN_EMISUSE;
   if (!out) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "alloc conf: out is NULL");
-  if ((unsigned)v > GPUPLAN_TORCH_1_13)
-    return gpuplan__error(ctx, GPUPLAN_EINVAL, "alloc conf: unknown torch version %d", (int)v);
+  if (!gpuplan__release_of(v))
+    return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                          "alloc conf: torch %d is not a release gpuplan knows (1.13 = 113, 2.0 = 200 ... 2.10 = 210, "
+                          "or GPUPLAN_TORCH_LATEST)", (int)v);
   gpuplan__alloc_conf_defaults(out, v);
   if (!s) return GPUPLAN_OK;
   p = s;
   while (*(p = skip_ws(p))) {
     const char *k = p, *val;
+    const key_rule *kr;
     size_t klen, vlen;
     while (*p && *p != ':' && *p != ',') p++;
     klen = (size_t)(p - k);
     while (klen && (k[klen - 1] == ' ')) klen--;
     if (*p != ':')
       return conf_err(ctx, "", "expected key:value", k);
+    kr = find_key(k, klen);
+    if (!kr || out->release < kr->since || (kr->until && out->release > kr->until))
+      return key_error(ctx, out, k, klen, kr);
     val = skip_ws(p + 1);
-#define KEY(name) (klen == sizeof(name) - 1 && strncmp(k, name, klen) == 0)
+#define KEY(key_name) (strcmp(kr->name, key_name) == 0)
     if (KEY("roundup_power2_divisions")) {
       p = parse_divisions(ctx, val, out, &rc);
       if (!p) return rc;
@@ -176,19 +403,17 @@ int gpuplan_alloc_conf_parse(gpuplan_ctx *ctx, const char *s, gpuplan_torch_vers
       vlen = (size_t)(p - val);
       while (vlen && val[vlen - 1] == ' ') vlen--;
       if (KEY("max_split_size_mb")) {
+        GPUPLAN_TRY(parse_mb_min20(ctx, out, "max_split_size_mb", val, vlen, &out->max_split_size));
+      } else if (KEY("max_non_split_rounding_mb")) {
+        GPUPLAN_TRY(parse_mb_min20(ctx, out, "max_non_split_rounding_mb", val, vlen, &out->max_non_split_rounding));
+      } else if (KEY("roundup_bypass_threshold_mb")) {
+        /* 1.13: requests above it are rounded to 512 bytes only ([113]
+         * round_size; m_roundup_bypass_threshold = val2 * 1024 * 1024). */
         uint64_t mb;
         const char *e = parse_u64(val, &mb);
         if (!e || (size_t)(e - val) != vlen)
-          return conf_err(ctx, "max_split_size_mb", "must be an integer number of MiB", val);
-        if (mb < 20)
-          return conf_err(ctx, "max_split_size_mb", "must be at least 20 (kLargeBuffer)", val);
-        out->max_split_size = mb > (UINT64_MAX >> 20) ? UINT64_MAX : mb << 20;
-      } else if (KEY("max_non_split_rounding_mb")) {
-        uint64_t mb;
-        const char *e = parse_u64(val, &mb);
-        if (!e || (size_t)(e - val) != vlen || mb > (1ull << 40))
-          return conf_err(ctx, "max_non_split_rounding_mb", "must be an integer number of MiB", val);
-        out->max_non_split_rounding = mb << 20;
+          return conf_err(ctx, "roundup_bypass_threshold_mb", "must be an integer number of MiB", val);
+        out->roundup_bypass_threshold = mb > (UINT64_MAX >> 20) ? UINT64_MAX : mb << 20;
       } else if (KEY("garbage_collection_threshold")) {
         double t;
         if (!parse_real(val, vlen, &t) || !(t > 0 && t < 1))
@@ -212,17 +437,25 @@ int gpuplan_alloc_conf_parse(gpuplan_ctx *ctx, const char *s, gpuplan_torch_vers
         if (!(vlen == 6 && strncmp(val, "native", 6) == 0))
           return conf_err(ctx, "backend", "only 'native' is modelled (cudaMallocAsync is not)", val);
       } else if (KEY("release_lock_on_cudamalloc") || KEY("pinned_use_cuda_host_register") ||
-                 KEY("pinned_num_register_threads") || KEY("graph_capture_record_stream_reuse") ||
-                 KEY("pinned_use_background_threads")) {
-        /* Accepted; no effect on a single-threaded model. */
+                 KEY("graph_capture_record_stream_reuse") || KEY("pinned_use_background_threads")) {
+        /* Accepted; no effect on a single-threaded model without host
+         * memory or graph capture.  True/False as [CFG] checks them. */
+        int b;
+        if (!parse_bool(val, vlen, &b)) return conf_err(ctx, kr->name, "must be True or False", val);
+      } else if (KEY("pinned_num_register_threads")) {
+        /* A power of two up to pinned_max_register_threads() = 128 ([CFG]
+         * parsePinnedNumRegisterThreads, [HDR]); host memory, no effect. */
+        uint64_t n;
+        const char *e = parse_u64(val, &n);
+        if (!e || (size_t)(e - val) != vlen || !is_pow2(n) || n > 128)
+          return conf_err(ctx, "pinned_num_register_threads", "must be a power of two up to 128", val);
       } else {
-        char key[64];
-        snprintf(key, sizeof key, "%.*s", (int)(klen < 60 ? klen : 60), k);
-        return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                              "alloc conf: unknown key '%s' (known: max_split_size_mb, "
-                              "roundup_power2_divisions, garbage_collection_threshold, "
-                              "expandable_segments, max_non_split_rounding_mb, "
-                              "large_segment_size_mb, per_process_memory_fraction, backend)", key);
+        /* pinned_reserve_segment_size_mb: "has to be greater than 0"
+         * ([CFG] parsePinnedReserveSegmentSize); host memory, no effect. */
+        uint64_t n;
+        const char *e = parse_u64(val, &n);
+        if (!e || (size_t)(e - val) != vlen || n == 0)
+          return conf_err(ctx, kr->name, "must be a positive integer number of MiB", val);
       }
     }
 #undef KEY
@@ -255,9 +488,22 @@ static uint64_t next_division(uint64_t n, uint64_t d) {
 uint64_t gpuplan__round_size(const gpuplan_alloc_conf *c, uint64_t n) {
   uint64_t d;
   if (n < KMIN_BLOCK) return KMIN_BLOCK;
+  /* 1.13: above roundup_bypass_threshold_mb, 512-byte rounding only ([113]
+   * round_size). */
+  if (c->release < 200 && n > c->roundup_bypass_threshold) return (n + KMIN_BLOCK - 1) / KMIN_BLOCK * KMIN_BLOCK;
   d = divisions_for(c, n);
-  if ((c->torch == GPUPLAN_TORCH_LATEST ? d > 1 : d > 0) && n > KMIN_BLOCK * d)
-    return next_division(n, d);
+  if (c->release >= 204) {
+    /* 2.4 and later: d > 1 (pytorch#126830, 2024-05-22, "Round to nearest
+     * 512 bytes boundary if number of divisions=1"; [CCA] newest:
+     * TORCH_CHECK(divisions >= 2)): 1 means no power-of-two rounding. */
+    if (d > 1 && n > KMIN_BLOCK * d) return next_division(n, d);
+  } else if (d > 0 && n > KMIN_BLOCK * d) {
+    /* 1.13 to 2.3: d > 0, and roundup_power2_next_division returns the
+     * size itself for d <= 1 ("if (size <= 4 || divisions <= 1) return
+     * size;", [113], [CCA] @ eb42ad6e): with 1 a request is not even
+     * rounded to 512 bytes. */
+    return d <= 1 ? n : next_division(n, d);
+  }
   return (n + KMIN_BLOCK - 1) / KMIN_BLOCK * KMIN_BLOCK;
 }
 

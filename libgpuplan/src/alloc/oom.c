@@ -285,8 +285,11 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
                             "requested, but it is split into pieces inside partly used segments, which the "
                             "allocator's retry (empty the cache, try again) cannot return to the driver.\n"
                             "Try, in order:\n", U, A);
+    /* PYTORCH_ALLOC_CONF reaches the CUDA allocator from 2.10 (conf.c,
+     * gpuplan__reads_pytorch_alloc_conf). */
     gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF before "
-                            "torch 2.9; segments grow in place; the free tail is reused instead of stranded)\n", n++);
+                            "torch 2.10, the first whose CUDA allocator reads PYTORCH_ALLOC_CONF; segments grow "
+                            "in place; the free tail is reused instead of stranded)\n", n++);
     gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=max_split_size_mb:<a size just above your common "
                             "large tensors> so big cached blocks are not carved up by small requests\n", n++);
     gpuplan__buf_printf(&b, "  %d. allocate the large, long-lived tensors first (or preallocate buffers) so "

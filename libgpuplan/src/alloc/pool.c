@@ -18,18 +18,6 @@
 
 /* --- stats --------------------------------------------------------------- */
 
-void gpuplan__stat_add(gpuplan_stat *s, int64_t d) {
-  s->current += d;
-  if (d > 0) s->allocated += d;
-  else s->freed -= d;
-  if (s->current > s->peak) s->peak = s->current;
-}
-
-void gpuplan__stat3(gpuplan_stat *arr, int small, int64_t d) {
-  gpuplan__stat_add(&arr[GPUPLAN_POOL_ALL], d);
-  gpuplan__stat_add(&arr[small ? GPUPLAN_POOL_SMALL : GPUPLAN_POOL_LARGE], d);
-}
-
 void gpuplan__emit(gpuplan_cachealloc *a, gpuplan_alloc_action act, uint64_t addr, uint64_t size,
                  uint64_t stream, uint64_t device_free) {
   gpuplan_alloc_event ev;
@@ -43,22 +31,6 @@ void gpuplan__emit(gpuplan_cachealloc *a, gpuplan_alloc_action act, uint64_t add
 }
 
 /* --- pools (R8) -------------------------------------------------------- */
-
-static int blk_less(const gpuplan__blk *x, uint64_t stream, uint64_t size, uint64_t addr) {
-  if (x->stream != stream) return x->stream < stream;
-  if (x->size != size) return x->size < size;
-  return x->addr < addr;
-}
-
-size_t gpuplan__pool_lower_bound(const gpuplan__pool *p, uint64_t stream, uint64_t size, uint64_t addr) {
-  size_t lo = 0, hi = p->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (blk_less(p->v[mid], stream, size, addr)) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
 
 /* Insert b at index i of a growable pointer array / remove index i. */
 static int parr_insert(gpuplan_cachealloc *a, gpuplan__blk ***v, size_t *n, size_t *cap, size_t i,
@@ -166,10 +138,12 @@ gpuplan__blk *gpuplan__hash_take(gpuplan_cachealloc *a, uint64_t addr) {
 
 /* --- block structs --------------------------------------------------------- */
 
+/* Block structs come from the allocator's arena (a->parts) and are
+ * recycled through a->spare; gpuplan_cachealloc_free frees them at once. */
 gpuplan__blk *gpuplan__blk_new(gpuplan_cachealloc *a) {
   gpuplan__blk *b = a->spare;
   if (b) a->spare = b->hnext;
-  else b = gpuplan__malloc(a->ctx, sizeof *b);
+  else b = gpuplan__arena_alloc(&a->parts, sizeof *b);
   if (b) {
     memset(b, 0, sizeof *b);
     b->mapped = 1;
@@ -186,12 +160,22 @@ void gpuplan__blk_del(gpuplan_cachealloc *a, gpuplan__blk *b) {
  * gpuplan__blk_new() calls and n inserts into p's free set (un into its unmapped
  * set) cannot fail, so an operation either fails with GPUPLAN_ENOMEM
  * before it changes anything or completes. */
-int gpuplan__spare_reserve(gpuplan_cachealloc *a, size_t n) {
+int gpuplan__spare_reserve_slow(gpuplan_cachealloc *a, size_t n) {
   size_t have = 0;
   gpuplan__blk *b;
   for (b = a->spare; b && have < n; b = b->hnext) have++;
+  if (have < n && n - have > 1 && n - have <= SIZE_MAX / sizeof *b) {
+    /* Many at once (installing a segment): one arena block. */
+    gpuplan__blk *v = gpuplan__arena_alloc(&a->parts, (n - have) * sizeof *v);
+    if (v) {
+      for (; have < n; have++, v++) {
+        v->hnext = a->spare;
+        a->spare = v;
+      }
+    }
+  }
   for (; have < n; have++) {
-    if (!(b = gpuplan__malloc(a->ctx, sizeof *b))) return gpuplan__nomem(a->ctx);
+    if (!(b = gpuplan__arena_alloc(&a->parts, sizeof *b))) return gpuplan__nomem(a->ctx);
     b->hnext = a->spare;
     a->spare = b;
   }
@@ -209,7 +193,7 @@ static int parr_reserve(gpuplan_cachealloc *a, gpuplan__blk ***v, size_t n, size
   return GPUPLAN_OK;
 }
 
-int gpuplan__pool_reserve(gpuplan_cachealloc *a, gpuplan__pool *p, size_t more, size_t umore) {
+int gpuplan__pool_reserve_slow(gpuplan_cachealloc *a, gpuplan__pool *p, size_t more, size_t umore) {
   GPUPLAN_TRY(parr_reserve(a, &p->v, p->n, &p->cap, more));
   return parr_reserve(a, &p->u, p->un, &p->ucap, umore);
 }
@@ -217,8 +201,11 @@ int gpuplan__pool_reserve(gpuplan_cachealloc *a, gpuplan__pool *p, size_t more, 
 /* --- segments ------------------------------------------------------------- */
 
 gpuplan__seg *gpuplan__seg_add(gpuplan_cachealloc *a, uint64_t addr, uint64_t size, uint64_t stream, int small) {
-  gpuplan__seg *s = gpuplan__calloc(a->ctx, 1, sizeof *s);
-  if (!s) return NULL;
+  gpuplan__seg *s = a->spare_segs;
+  if (s) a->spare_segs = s->snext;
+  else if (!(s = gpuplan__arena_alloc(&a->parts, sizeof *s))) return NULL;
+  memset(s, 0, sizeof *s);
+  s->pooled = 1;
   s->addr = addr;
   s->size = size;
   s->stream = stream;
@@ -241,7 +228,12 @@ void gpuplan__seg_unlink(gpuplan_cachealloc *a, gpuplan__seg *s) {
   gpuplan__stat3(a->st.segment, s->small, -1);
   gpuplan__stat3(a->st.reserved_bytes, s->small, -(int64_t)s->size);
   if (s->size >= a->conf.max_split_size) gpuplan__stat_add(&a->st.oversize_segments, -1);
-  gpuplan__free(a->ctx, s);
+  if (s->pooled) {
+    s->snext = a->spare_segs;
+    a->spare_segs = s;
+  } else {
+    gpuplan__free(a->ctx, s);
+  }
 }
 
 gpuplan__blk *gpuplan__split_block(gpuplan_cachealloc *a, gpuplan__blk *b, uint64_t off) {

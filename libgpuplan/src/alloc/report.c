@@ -223,7 +223,7 @@ int gpuplan__alloc_summary(gpuplan_cachealloc *a, int device, int abbreviated, g
   static const char rule[] = "|---------------------------------------------------------------------------|\n";
   static const char dbl[] = "|===========================================================================|\n";
   struct { const char *name; const gpuplan_stat *s; int bytes; } m[9];
-  int i, old = layout == GPUPLAN_TORCH_1_13;
+  int i, old = gpuplan__summary_v113(gpuplan__release_of(layout)); /* 1.13: conf.c */
   char hdr[128];
   if (!a || !out) return GPUPLAN_EMISUSE;
   *out = NULL;
@@ -269,5 +269,6 @@ int gpuplan__alloc_summary(gpuplan_cachealloc *a, int device, int abbreviated, g
 
 int gpuplan_cachealloc_summary(gpuplan_cachealloc *a, char **out) {
   if (!a || !out) return GPUPLAN_EMISUSE;
-  return gpuplan__alloc_summary(a, 0, 0, a->conf.torch, out);
+  return gpuplan__alloc_summary(a, 0, 0, gpuplan__summary_v113(a->conf.release) ? GPUPLAN_TORCH_V1_13 : GPUPLAN_TORCH_LATEST,
+                               out);
 }

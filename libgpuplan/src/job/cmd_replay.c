@@ -2,13 +2,16 @@
  * cmd_replay.c: the replay command: a torch memory snapshot, from a file or
  * from memory (gpuplan_job_run_snapshot), replayed through the allocator
  * model exactly (the file's own settings, the recorded addresses) or "what
- * if" (other settings, a device of a given capacity), as one document.
+ * if" (other settings, a device of a given capacity), as one document;
+ * with the html option, also as a page (replay/html.c).
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "alloc/alloc_int.h"
 #include "catalog/catalog_int.h"
 #include "job/tools_int.h"
+#include "replay/html_int.h"
 #include "replay/replay_int.h"
 
 /* What the job asks for, resolved. */
@@ -20,20 +23,68 @@ typedef struct replay_job {
   const char *gpu;                /* the catalog id, when capacity came from a GPU */
   uint64_t capacity;              /* 0: unlimited */
   const gpuplan__torch_release *torch;
+  const char *html;               /* the page to write, or NULL */
+  char conf_warn[512];            /* the environment's settings the release ignores */
 } replay_job;
 
-static int resolve(gpuplan_job *j, replay_job *rj) {
-  static const char *const from[] = {"option", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"};
+/* The allocator settings of a replay or a simulation (tools_int.h). */
+int gpuplan__alloc_conf_source(gpuplan_job *j, unsigned release, const char **conf, const char **from, char *warn,
+                               size_t warn_cap) {
+  static const char *const names[] = {"option", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"};
+  const char *opt = gpuplan__job_str(j, JOPT(J_ALLOC_CONF), NULL);
+  const char *env = gpuplan__job_str(j, TOPT(T_ENV_ALLOC_CONF), NULL);
+  const char *env_old = gpuplan__job_str(j, TOPT(T_ENV_CUDA_ALLOC_CONF), NULL);
   int64_t f = gpuplan__job_int(j, TOPT(T_ALLOC_CONF_FROM), GPUPLAN__CONF_FROM_OPTION);
+  char rel[24];
+  if (warn && warn_cap) warn[0] = '\0';
+  if (env && !*env) env = NULL; /* an empty variable is an unset one, as PyTorch reads it */
+  if (env_old && !*env_old) env_old = NULL;
+  if (gpuplan__job_isset(j, TOPT(T_ALLOC_CONF_FROM)) && !opt)
+    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, TOPT(T_ALLOC_CONF_FROM),
+                              "says where alloc_conf came from, but alloc_conf is not set");
+  gpuplan__torch_release_name(release, rel, sizeof rel);
+  if (opt) {
+    *conf = opt;
+    *from = names[f >= 0 && f < 3 ? f : 0];
+    /* the older caller's way: alloc_conf taken from PYTORCH_ALLOC_CONF by hand */
+    if (f == GPUPLAN__CONF_FROM_ENV && !gpuplan__reads_pytorch_alloc_conf(release)) {
+      if (warn)
+        snprintf(warn, warn_cap,
+                 "torch %s's CUDA allocator does not read PYTORCH_ALLOC_CONF (2.10 is the first that does; "
+                 "pytorch#183387): its settings '%.200s' were ignored, as that release ignored them; "
+                 "PYTORCH_CUDA_ALLOC_CONF is the variable it reads", rel, opt);
+      *conf = NULL;
+      *from = "defaults";
+    }
+    return GPUPLAN_OK;
+  }
+  if (gpuplan__reads_pytorch_alloc_conf(release)) {
+    /* 2.10+: c10/core/AllocatorConfig.cpp reads PYTORCH_ALLOC_CONF first,
+     * then the deprecated PYTORCH_CUDA_ALLOC_CONF */
+    *conf = env ? env : env_old;
+    *from = env ? names[1] : env_old ? names[2] : "defaults";
+  } else {
+    *conf = env_old;
+    *from = env_old ? names[2] : "defaults";
+    if (env && warn)
+      snprintf(warn, warn_cap,
+               "torch %s's CUDA allocator does not read PYTORCH_ALLOC_CONF (2.10 is the first that does; "
+               "pytorch#183387): its settings '%.200s' are ignored, as that release ignored them%s",
+               rel, env, env_old ? "; PYTORCH_CUDA_ALLOC_CONF applies" : "");
+  }
+  return GPUPLAN_OK;
+}
+
+static int resolve(gpuplan_job *j, replay_job *rj) {
   memset(rj, 0, sizeof *rj);
   rj->file = gpuplan__job_str(j, TOPT(T_FILE), NULL);
   rj->device = (int)gpuplan__job_int(j, TOPT(T_DEVICE), 0);
-  rj->alloc_conf = gpuplan__job_str(j, JOPT(J_ALLOC_CONF), NULL);
   rj->torch = gpuplan__torch_release_at(gpuplan__job_int(j, TOPT(T_TORCH), 0));
-  if (gpuplan__job_isset(j, TOPT(T_ALLOC_CONF_FROM)) && !rj->alloc_conf)
-    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, TOPT(T_ALLOC_CONF_FROM),
-                              "says where alloc_conf came from, but alloc_conf is not set");
-  rj->conf_from = from[f >= 0 && f < 3 ? f : 0];
+  GPUPLAN_TRY(gpuplan__alloc_conf_source(j, gpuplan__release_of(rj->torch->rules), &rj->alloc_conf, &rj->conf_from,
+                                         rj->conf_warn, sizeof rj->conf_warn));
+  rj->html = gpuplan__job_str(j, TOPT(T_HTML), NULL);
+  if (rj->html && !*rj->html)
+    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, TOPT(T_HTML), "give the path of the page to write");
   if (gpuplan__job_isset(j, TOPT(T_CAPACITY)) && gpuplan__job_isset(j, JOPT(J_GPU)))
     return gpuplan__error(j->ctx, GPUPLAN_EINVAL,
                           "capacity, gpu: give the device's capacity or a GPU to take it from, not both");
@@ -65,25 +116,69 @@ static void put_ints(gpuplan__docb *b, const char *key, const int64_t *v, size_t
   gpuplan__doc_end(b);
 }
 
-static int replay_doc(gpuplan_job *j, const replay_job *rj, const gpuplan_snapshot *s, gpuplan_doc **out) {
+/* The page of the html option, from the replay just run. */
+static int write_html(gpuplan_job *j, const replay_job *rj, const gpuplan_snapshot *s, const void *data, size_t len,
+                      gpuplan__html *h, const gpuplan_replay_result *r, const gpuplan__replay_ext *x,
+                      const char *conf, const char *conf_from) {
+  gpuplan__html_page pg;
+  gpuplan_alloc_conf parsed;
+  int rc;
+  memset(&pg, 0, sizeof pg);
+  pg.path = rj->html;
+  pg.file = rj->file;
+  pg.data = data;
+  pg.len = len;
+  pg.device = rj->device;
+  pg.mode = rj->alloc_conf || rj->capacity ? "what-if" : "exact";
+  pg.torch = rj->torch->name;
+  pg.rules = rj->torch->rules_name;
+  pg.alloc_conf = conf;
+  pg.alloc_conf_source = conf_from;
+  pg.gpu = rj->gpu;
+  pg.capacity = rj->capacity;
+  pg.conf = gpuplan_snapshot_conf(s);
+  if (rj->alloc_conf) {
+    GPUPLAN_TRY(gpuplan_alloc_conf_parse(j->ctx, rj->alloc_conf, rj->torch->rules, &parsed)); /* parsed once already */
+    pg.conf = &parsed;
+  }
+  rc = gpuplan__html_write(h, &pg, s, r, x);
+  if (rc == GPUPLAN_EIO) {
+    char msg[GPUPLAN_ERRMSG_MAX];
+    snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(j->ctx));
+    return gpuplan__opt_error(j->ctx, rc, TOPT(T_HTML), "%s", msg);
+  }
+  return rc;
+}
+
+static int replay_doc(gpuplan_job *j, const replay_job *rj, const gpuplan_snapshot *s, const void *data, size_t len,
+                      gpuplan_doc **out) {
   const gpuplan__snapshot_facts *f = gpuplan__snapshot_facts_of(s);
   gpuplan_replay_options o = GPUPLAN_REPLAY_OPTIONS_INIT;
   gpuplan_replay_result r;
   gpuplan__replay_ext x;
   gpuplan__docb *b;
+  gpuplan__html *h = NULL;
   const char *conf, *conf_from;
   size_t i;
-  int whatif, rc;
+  int whatif, rc, timeline;
   o.alloc_conf = rj->alloc_conf;
   o.capacity = rj->capacity;
   o.torch = rj->torch->rules;
   gpuplan__replay_ext_init(&x);
-  x.timeline = (int)gpuplan__job_int(j, TOPT(T_TIMELINE), 0);
+  timeline = (int)gpuplan__job_int(j, TOPT(T_TIMELINE), 0);
+  x.timeline = timeline || rj->html; /* the page draws it */
   x.summary = (int)gpuplan__job_int(j, TOPT(T_SUMMARY), 0) || gpuplan__job_int(j, TOPT(T_ABBREVIATED), 0);
   x.abbreviated = (int)gpuplan__job_int(j, TOPT(T_ABBREVIATED), 0);
   x.layout = rj->torch->rules;
+  if (rj->html) {
+    /* The page's segment map follows what the model did. */
+    GPUPLAN_TRY(gpuplan__html_new(j->ctx, &x, &h));
+    o.trace = gpuplan__html_trace;
+    o.trace_payload = h;
+  }
   rc = gpuplan__snapshot_replay_ext(j->ctx, s, &o, &r, &x);
   if (rc) {
+    gpuplan__html_free(h);
     gpuplan__replay_ext_dispose(j->ctx, &x);
     /* A bad alloc conf is the option's fault: say so. */
     if (rc == GPUPLAN_EINVAL && rj->alloc_conf) {
@@ -102,6 +197,14 @@ static int replay_doc(gpuplan_job *j, const replay_job *rj, const gpuplan_snapsh
   } else {
     conf = f->recorded_conf;
     conf_from = f->has_settings ? "snapshot" : "defaults";
+  }
+  if (h) {
+    rc = write_html(j, rj, s, data, len, h, &r, &x, conf, conf_from);
+    gpuplan__html_free(h);
+    if (rc) {
+      gpuplan__replay_ext_dispose(j->ctx, &x);
+      return rc;
+    }
   }
   if (!(b = gpuplan__doc_begin(j->ctx, "replay"))) {
     gpuplan__replay_ext_dispose(j->ctx, &x);
@@ -151,10 +254,12 @@ static int replay_doc(gpuplan_job *j, const replay_job *rj, const gpuplan_snapsh
   put_u64_or_null(b, "oom_event", r.oom_event);
   gpuplan__doc_str(b, "oom_message", r.oom_event == SIZE_MAX ? NULL : r.oom_message);
   gpuplan__doc_arr(b, "warnings");
+  if (rj->conf_warn[0]) gpuplan__doc_str(b, NULL, rj->conf_warn);
   for (i = 0; i < x.nwarn; i++) gpuplan__doc_str(b, NULL, x.warn[i]);
   gpuplan__doc_end(b);
   if (x.summary) gpuplan__doc_str(b, "summary", x.summary_text);
-  if (x.timeline) {
+  if (rj->html) gpuplan__doc_str(b, "html", rj->html);
+  if (timeline) {
     gpuplan__doc_obj(b, "timeline");
     put_ints(b, "allocated_bytes", x.tl_allocated, x.tl_n);
     put_ints(b, "reserved_bytes", x.tl_reserved, x.tl_n);
@@ -173,7 +278,7 @@ int gpuplan__cmd_replay(gpuplan_job *j, gpuplan_doc **out) {
     return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, TOPT(T_FILE),
                               "replay needs a snapshot (a torch.cuda.memory._dump_snapshot() pickle)");
   GPUPLAN_TRY(gpuplan_snapshot_load(j->ctx, rj.file, rj.device, &s));
-  rc = replay_doc(j, &rj, s, out);
+  rc = replay_doc(j, &rj, s, NULL, 0, out);
   gpuplan_snapshot_free(s);
   return rc;
 }
@@ -199,7 +304,7 @@ int gpuplan_job_run_snapshot(gpuplan_job *j, const void *data, size_t len, gpupl
   gpuplan__clear(j->ctx);
   GPUPLAN_TRY(resolve(j, &rj));
   GPUPLAN_TRY(gpuplan_snapshot_load_buffer(j->ctx, data, len, rj.device, &s));
-  rc = replay_doc(j, &rj, s, out);
+  rc = replay_doc(j, &rj, s, data, len, out);
   gpuplan_snapshot_free(s);
   return rc;
 }

@@ -13,7 +13,9 @@
 
 #include "gpuplan/backend.h"
 #include "gpuplan/mock.h"
+#include "alloc/alloc_int.h"
 #include "job/job_int.h"
+#include "job/tools_int.h"
 #include "plan/plan_int.h"
 
 /* A job resolved for the planning commands. */
@@ -1078,30 +1080,54 @@ int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
   gpuplan_simulate_options so = GPUPLAN_SIMULATE_OPTIONS_INIT;
   gpuplan_simulate_result sr;
   gpuplan_memory worst;
+  gpuplan_alloc_conf parsed;
+  gpuplan__sim_summary sum;
   gpuplan__docb *b;
   uint64_t other = (uint64_t)iopt(j, J_OTHER_PROCS, 0), resident;
-  const char *on = sopt(j, J_ON);
+  const char *on = sopt(j, J_ON), *conf_from;
+  const gpuplan__torch_release *tr = gpuplan__torch_release_at(gpuplan__job_int(j, TOPT(T_TORCH), 0));
+  unsigned release = gpuplan__release_of(tr->rules);
+  char warn[512] = "";
   int dev = -1, rc;
   GPUPLAN_TRY(resolve(j, &t, 0));
   if (on && (dev = parse_on(j, on)) < 0) return dev;
   so.steps = iopt(j, J_STEPS, 2);
-  so.alloc_conf = sopt(j, J_ALLOC_CONF);
+  so.torch = tr->rules;
   so.set_to_none = !iopt(j, J_KEEP_GRADS, 0);
   so.snapshot_path = sopt(j, J_SNAPSHOT);
+  /* the option, or the environment as that release reads it (cmd_replay.c) */
+  GPUPLAN_TRY(gpuplan__alloc_conf_source(j, release, &so.alloc_conf, &conf_from, warn, sizeof warn));
+  /* A bad setting is the option's fault (or the variable's): say which. */
+  if ((rc = gpuplan_alloc_conf_parse(j->ctx, so.alloc_conf, so.torch, &parsed))) {
+    char msg[GPUPLAN_ERRMSG_MAX];
+    snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(j->ctx));
+    if (strcmp(conf_from, "option")) return gpuplan__error(j->ctx, rc, "alloc_conf (from %s): %s", conf_from, msg);
+    return gpuplan__opt_error(j->ctx, rc, JOPT(J_ALLOC_CONF), "%s", msg);
+  }
+  memset(&sum, 0, sizeof sum);
+  sum.want = (int)gpuplan__job_int(j, TOPT(T_SUMMARY), 0) || gpuplan__job_int(j, TOPT(T_ABBREVIATED), 0);
+  sum.abbreviated = (int)gpuplan__job_int(j, TOPT(T_ABBREVIATED), 0);
+  sum.layout = tr->rules;
   GPUPLAN_TRY(gpuplan_memory_eval(j->ctx, t.js.model, t.js.gpu, &t.js.options, GPUPLAN_STAGE_WORST, &worst));
-  resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes +
-             worst.item[GPUPLAN_MEM_WORKSPACE].bytes;
+  /* outside PyTorch's allocator (the cuBLAS workspace is inside it) */
+  resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes;
   {
     /* The mock device has the memory the driver reports (NVML's total), not the marketed size. */
     gpuplan_gpu g = *t.js.gpu;
     g.memory_bytes = t.js.options.gpu_total_bytes ? t.js.options.gpu_total_bytes : gpuplan_gpu_usable_bytes(t.js.gpu, NULL);
-    GPUPLAN_TRY(gpuplan_mock_simulate(j->ctx, t.js.model, &g, &t.js.options, &so, other, &sr));
+    GPUPLAN_TRY(gpuplan__mock_simulate(j->ctx, t.js.model, &g, &t.js.options, &so, other, &sr, &sum));
   }
-  if (!(b = gpuplan__doc_begin(j->ctx, "simulate"))) return gpuplan_errcode(j->ctx);
+  if (!(b = gpuplan__doc_begin(j->ctx, "simulate"))) {
+    gpuplan__free(j->ctx, sum.text);
+    return gpuplan_errcode(j->ctx);
+  }
   put_head(b, j, &t, worst.params_total);
   gpuplan__doc_int(b, "steps", sr.steps_done);
   gpuplan__doc_int(b, "steps_requested", so.steps);
   gpuplan__doc_str(b, "alloc_conf", so.alloc_conf ? so.alloc_conf : "");
+  gpuplan__doc_str(b, "alloc_conf_source", conf_from);
+  gpuplan__doc_str(b, "torch", tr->name);
+  gpuplan__doc_str(b, "rules", tr->rules_name);
   gpuplan__doc_bool(b, "set_to_none", so.set_to_none);
   gpuplan__doc_uint(b, "ops", sr.ops);
   gpuplan__doc_uint(b, "capacity_bytes", sr.capacity);
@@ -1123,6 +1149,11 @@ int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
   gpuplan__doc_uint(b, "other_procs_bytes", other);
   gpuplan__doc_uint(b, "nvidia_smi_used_bytes", sr.peak_reserved + resident + other);
   gpuplan__doc_str(b, "snapshot", so.snapshot_path);
+  gpuplan__doc_arr(b, "warnings");
+  if (*warn) gpuplan__doc_str(b, NULL, warn);
+  gpuplan__doc_end(b);
+  if (sum.want) gpuplan__doc_str(b, "summary", sum.text);
+  gpuplan__free(j->ctx, sum.text);
   if (dev >= 0 && (rc = run_on_device(j, &t, &so, &sr, dev, b))) {
     gpuplan__doc_abort(b);
     return rc;

@@ -12,12 +12,15 @@
 enum {
   T_FILE = 0,        /* replay: the snapshot pickle (positional) */
   T_ALLOC_CONF_FROM, /* replay: where alloc_conf came from (the CLI sets it) */
+  T_ENV_ALLOC_CONF,  /* replay, simulate: PYTORCH_ALLOC_CONF's value in the run's environment */
+  T_ENV_CUDA_ALLOC_CONF, /* replay, simulate: PYTORCH_CUDA_ALLOC_CONF's value */
   T_CAPACITY,        /* replay: usable device memory */
   T_TORCH,           /* replay: the release whose rules apply */
   T_DEVICE,          /* replay: which device's trace */
   T_TIMELINE,        /* replay: memory after every allocator event */
   T_SUMMARY,         /* replay: memory_summary() */
   T_ABBREVIATED,     /* replay: memory_summary(abbreviated=True) */
+  T_HTML,            /* replay: the HTML page to write */
   T_MESSAGE,         /* explain-oom: the text (positional) */
   T_SUBCOMMAND,      /* catalog: gpus|nodes|models|fabrics|show|info (positional) */
   T_NAME,            /* catalog show: the record's name */
@@ -43,5 +46,15 @@ typedef struct gpuplan__torch_release {
   const char *rules_name; /* the behaviour class, in words */
 } gpuplan__torch_release;
 const gpuplan__torch_release *gpuplan__torch_release_at(int64_t index);
+
+/* The allocator settings a run uses, one rule for replay and simulate:
+ * alloc_conf when given (from = "option", or what alloc_conf_from says);
+ * else the environment as torch `release` (major*100+minor) reads it:
+ * from 2.10 PYTORCH_ALLOC_CONF, then PYTORCH_CUDA_ALLOC_CONF; before,
+ * PYTORCH_CUDA_ALLOC_CONF only (a PYTORCH_ALLOC_CONF that release ignored
+ * gives a warning in warn); else NULL with from = "defaults".  Errors
+ * (EINVAL) name the option. */
+int gpuplan__alloc_conf_source(gpuplan_job *j, unsigned release, const char **conf, const char **from, char *warn,
+                               size_t warn_cap);
 
 #endif /* GPUPLAN_TOOLS_INT_H */

@@ -86,4 +86,21 @@ int gpuplan__layer_gemms(const gpuplan_model *m, const gpuplan_memory_options *o
                          gpuplan__gemm *out);
 void gpuplan__layer_mix_of(const gpuplan_model *m, const gpuplan_memory_options *o, gpuplan__layer_mix *mix);
 
+/* gpuplan_simulate, and torch.cuda.memory_summary() of the allocator at the
+ * end of the run (the simulate command's summary option): with want set,
+ * *text (ctx-allocated, the caller frees it) in the layout of the release. */
+typedef struct gpuplan__sim_summary {
+  int want, abbreviated;
+  gpuplan_torch_version layout;
+  char *text;
+} gpuplan__sim_summary;
+int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
+                              const gpuplan_memory_options *options, const gpuplan_simulate_options *sim,
+                              gpuplan_simulate_result *out, gpuplan__sim_summary *sum);
+
+/* gpuplan_mock_simulate with memory_summary() (sys/mock.c; sum may be NULL). */
+int gpuplan__mock_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
+                           const gpuplan_memory_options *options, const gpuplan_simulate_options *so_in,
+                           uint64_t other_bytes, gpuplan_simulate_result *out, gpuplan__sim_summary *sum);
+
 #endif /* GPUPLAN_PLAN_INT_H */

@@ -209,6 +209,12 @@ static int module_program(prog *p, const gpuplan_simulate_options *sim, gpuplan_
 int gpuplan_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
                      const gpuplan_memory_options *options, const gpuplan_simulate_options *sim,
                      gpuplan_simulate_result *out) {
+  return gpuplan__simulate_summary(ctx, model, gpu, options, sim, out, NULL);
+}
+
+int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
+                              const gpuplan_memory_options *options, const gpuplan_simulate_options *sim,
+                              gpuplan_simulate_result *out, gpuplan__sim_summary *sum) {
   gpuplan_memory_options defaults = GPUPLAN_MEMORY_OPTIONS_INIT;
   gpuplan_simulate_options sdef = GPUPLAN_SIMULATE_OPTIONS_INIT;
   const gpuplan_memory_options *o = options ? options : &defaults;
@@ -510,6 +516,8 @@ finish:
   (void)adapters;
   rc = GPUPLAN_OK;
   if (tr.rec && (rc = gpuplan_snapshot_write(p.a, tr.rec, sim->snapshot_path))) goto out;
+  /* memory_summary() as the run left the allocator (after an OOM too). */
+  if (sum && sum->want && (rc = gpuplan__alloc_summary(p.a, 0, sum->abbreviated, sum->layout, &sum->text))) goto out;
   gpuplan__clear(ctx);
 out:
   gpuplan_recorder_free(tr.rec);

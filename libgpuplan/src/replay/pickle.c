@@ -100,6 +100,22 @@ static const char *refusal(int op) {
 
 /* --- the machine ---------------------------------------------------------- */
 
+#define INT_CACHE 1024
+
+/* Runs of memo references the skip machine read: where, how many bytes
+ * and opcodes. */
+#define RUN_WAYS 8
+#define RUN_HEAD 16
+#define RUN_SCAN 4096 /* how far the first APPENDS byte is looked for */
+typedef struct run_seen {
+  size_t off, len, cnt;
+  uint64_t head; /* a fingerprint of the first RUN_HEAD bytes */
+} run_seen;
+
+/* The skip machine's stand-ins: SKIPPED values whose u.i says what they
+ * stand for.  LZ_STR: a memoized string, built when wanted (moff). */
+enum { LZ_SCALAR, LZ_LIST, LZ_TUPLE, LZ_DICT, LZ_STR, LZ_KINDS };
+
 typedef struct loader {
   gpuplan_ctx *ctx;
   gpuplan__arena *arena;
@@ -111,20 +127,44 @@ typedef struct loader {
   size_t sp, scap;
   size_t *marks;      /* stack positions of open MARKs */
   size_t nmarks, mcap;
-  gpuplan__pv **memo; /* memo[i] == NULL: key i unset */
+  gpuplan__pv **memo; /* memo[i]: set when mbits says so */
   size_t memo_cap, memo_len;
   size_t pushes;
   gpuplan__pickle_limits lim;
   int protocol;
   int dirty;          /* heights are stale: check_shape must run */
   uint32_t maxd;      /* lim.max_depth, clamped */
-  gpuplan__pv **conts; /* every container, for check_shape */
-  size_t nconts, ccap;
+  uint64_t *mbits;    /* bit i: memo[i] is set */
+  gpuplan__pv *ints[INT_CACHE]; /* recent integers: a value read again is shared */
+  int64_t ival[INT_CACHE];
+  run_seen *runs;     /* nruns (RUN_WAYS per bucket), made at the first use */
+  unsigned char *run_next; /* per bucket: the way replaced next */
+  size_t nruns;
+  int runs_failed;    /* out of memory for them: go without */
   gpuplan__pv *slab;  /* values for newv */
   size_t slab_left, slab_next;
   char point;         /* the C library's decimal point, '\0' until needed */
   gpuplan__pv *none, *yes, *no;
+  /* Skipping (gpuplan__pickle_load_skip; see skip_value). */
+  const char *const *skip; /* keys whose values are not built; NULL: none */
+  size_t nskip, skiplen[GPUPLAN__PICKLE_MAX_SKIP];
+  int skipping;       /* the skip machine may run (not on the second pass) */
+  int skipped_any;    /* it ran */
+  size_t nskipped;    /* pairs left out */
+  gpuplan__pv lazy[LZ_KINDS]; /* stand-ins for values the skip machine did not build */
+  uint32_t *moff;     /* memo[i] == &lazy[LZ_STR]: offset of the opcode that pushed it */
+  size_t moff_cap;
+  size_t str_at, str_end; /* the skip machine's last unbuilt string: its opcode, its end */
 } loader;
+
+/* The stand-ins: SKIPPED values whose u.i says what they stand for. */
+
+/* Returned by the loader's functions when a stand-in would reach the
+ * result: the load starts again without skipping (never an error). */
+#define RESTART 1
+
+/* A str value's seen: it is one of the keys to skip. */
+#define SKIPKEY 1u
 
 static void say(loader *l, const char *fmt, ...) GPUPLAN_PRINTF(2, 3);
 
@@ -136,6 +176,20 @@ static void say(loader *l, const char *fmt, ...) {
   va_end(ap);
   gpuplan__error(l->ctx, GPUPLAN_EINVAL, "pickle: offset %zu: %s", l->at, msg);
 }
+
+/* The loader's few hottest helpers, inlined where the compiler allows. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define HOT static inline __attribute__((always_inline))
+#else
+#  define HOT static inline
+#endif
+
+/* Forward any non-zero code: errors and RESTART. */
+#define TRY(expr)                  \
+  do {                             \
+    int try_rc_ = (expr);          \
+    if (try_rc_) return try_rc_;   \
+  } while (0)
 
 /* Set the message and give GPUPLAN_EINVAL, as a constant that static
  * analysers can follow through the callers' checks. */
@@ -169,13 +223,29 @@ static int line(loader *l, const unsigned char **out, size_t *n) {
   return 0;
 }
 
-static uint32_t le32(const unsigned char *s) {
+/* Little-endian loads: one unaligned load where the compiler knows the
+ * byte order (the skip machine's loop runs on them). */
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+static inline uint32_t le32(const unsigned char *s) {
+  uint32_t v;
+  memcpy(&v, s, sizeof v);
+  return v;
+}
+
+static inline uint64_t le64(const unsigned char *s) {
+  uint64_t v;
+  memcpy(&v, s, sizeof v);
+  return v;
+}
+#else
+static inline uint32_t le32(const unsigned char *s) {
   return (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
 }
 
-static uint64_t le64(const unsigned char *s) {
+static inline uint64_t le64(const unsigned char *s) {
   return (uint64_t)le32(s) | (uint64_t)le32(s + 4) << 32;
 }
+#endif
 
 static int64_t to_signed(uint64_t u) {
   return u <= INT64_MAX ? (int64_t)u : -(int64_t)~u - 1;
@@ -199,12 +269,12 @@ static int grow(loader *l, void **arr, size_t *cap, size_t need, size_t elem) {
   return 0;
 }
 
-static int push(loader *l, gpuplan__pv *v) {
+HOT int push(loader *l, gpuplan__pv *v) {
   if (l->pushes >= l->lim.max_items)
     return fail(l, "more than %zu values; limit exceeded", l->lim.max_items);
   if (l->sp == l->scap) {
     void *s = l->stack;
-    GPUPLAN_TRY(grow(l, &s, &l->scap, l->sp + 1, sizeof *l->stack));
+    TRY(grow(l, &s, &l->scap, l->sp + 1, sizeof *l->stack));
     l->stack = s;
   }
   l->pushes++;
@@ -213,7 +283,7 @@ static int push(loader *l, gpuplan__pv *v) {
 }
 
 /* Values on the stack above the innermost MARK. */
-static size_t avail(const loader *l) {
+HOT size_t avail(const loader *l) {
   return l->sp - (l->nmarks ? l->marks[l->nmarks - 1] : 0);
 }
 
@@ -271,7 +341,7 @@ static gpuplan__pv *newv(loader *l, gpuplan__pv_type t, size_t extra) {
  * dirty, and check_shape decides after STOP.
  */
 #define EMBEDDED 0x80000000u
-#define MAX_HEIGHT 0x7ffffff0u
+#define MAX_HEIGHT 0x1ffffff0u /* below check_shape's ONPATH and DONE */
 
 static int is_container(const gpuplan__pv *v) {
   return v->type == GPUPLAN__PV_LIST || v->type == GPUPLAN__PV_TUPLE ||
@@ -283,16 +353,9 @@ static int deep(loader *l) {
 }
 
 static gpuplan__pv *new_container(loader *l, gpuplan__pv_type t) {
-  gpuplan__pv *v;
-  if (l->nconts == l->ccap) {
-    void *c = l->conts;
-    if (grow(l, &c, &l->ccap, l->nconts + 1, sizeof *l->conts)) return NULL;
-    l->conts = c;
-  }
-  v = newv(l, t, 0);
+  gpuplan__pv *v = newv(l, t, 0);
   if (!v) return NULL;
   v->seen = 1;
-  l->conts[l->nconts++] = v;
   return v;
 }
 
@@ -303,7 +366,10 @@ static int adopt(loader *l, gpuplan__pv *c, gpuplan__pv *const *items, size_t n)
   if (c->seen & EMBEDDED) l->dirty = 1;
   for (i = 0; i < n; i++) {
     gpuplan__pv *v = items[i];
-    if (!is_container(v)) continue;
+    if (!is_container(v)) {
+      if (v->type == GPUPLAN__PV_SKIPPED) return RESTART; /* a stand-in */
+      continue;
+    }
     if (v == c) l->dirty = 1;
     else if ((v->seen & ~EMBEDDED) >= h) h = (v->seen & ~EMBEDDED) + 1;
     v->seen |= EMBEDDED;
@@ -314,10 +380,15 @@ static int adopt(loader *l, gpuplan__pv *c, gpuplan__pv *const *items, size_t n)
   return 0;
 }
 
-static int push_int(loader *l, int64_t i) {
-  gpuplan__pv *v = newv(l, GPUPLAN__PV_INT, 0);
-  if (!v) return nomem(l);
-  v->u.i = i;
+HOT int push_int(loader *l, int64_t i) {
+  size_t h = (size_t)(((uint64_t)i * 0x9E3779B97F4A7C15ull) >> 54) & (INT_CACHE - 1);
+  gpuplan__pv *v = l->ints[h];
+  if (!v || l->ival[h] != i) {
+    if (!(v = newv(l, GPUPLAN__PV_INT, 0))) return nomem(l);
+    v->u.i = i;
+    l->ints[h] = v;
+    l->ival[h] = i;
+  }
   return push(l, v);
 }
 
@@ -328,17 +399,46 @@ static int push_float(loader *l, double f) {
   return push(l, v);
 }
 
-/* A STR or BYTES holding a copy of s[0..n). */
-static int push_bytes(loader *l, gpuplan__pv_type t, const unsigned char *s, size_t n) {
+static int skip_value(loader *l);
+
+/* Push a new str: a key to skip is marked, and where it is a dict's key
+ * the value after it is skipped. */
+static int maybe_skip(loader *l, const gpuplan__pv *v);
+
+static void mark_key(const loader *l, gpuplan__pv *v) {
+  size_t i;
+  for (i = 0; i < l->nskip; i++)
+    if (l->skiplen[i] == v->u.str.len && memcmp(l->skip[i], v->u.str.s, v->u.str.len) == 0) {
+      v->seen = SKIPKEY;
+      break;
+    }
+}
+
+static int push_str(loader *l, gpuplan__pv *v) {
+  mark_key(l, v);
+  TRY(push(l, v));
+  return maybe_skip(l, v);
+}
+
+/* A new STR or BYTES holding a copy of s[0..n); NULL when out of memory. */
+static gpuplan__pv *new_bytes(loader *l, gpuplan__pv_type t, const unsigned char *s, size_t n) {
   gpuplan__pv *v = newv(l, t, n + 1);
   char *d;
-  if (!v) return nomem(l);
+  if (!v) return NULL;
   d = (char *)(v + 1);
   memcpy(d, s, n);
   d[n] = '\0';
   v->u.str.s = d;
   v->u.str.len = n;
-  return push(l, v);
+  if (t == GPUPLAN__PV_STR) mark_key(l, v);
+  return v;
+}
+
+static int push_bytes(loader *l, gpuplan__pv_type t, const unsigned char *s, size_t n) {
+  gpuplan__pv *v = new_bytes(l, t, s, n);
+  if (!v) return nomem(l);
+  TRY(push(l, v));
+  return t == GPUPLAN__PV_STR ? maybe_skip(l, v) : 0;
 }
 
 /* A LIST or TUPLE holding stack[k .. sp), which it replaces. */
@@ -346,7 +446,7 @@ static int push_seq(loader *l, gpuplan__pv_type t, size_t k) {
   size_t n = l->sp - k;
   gpuplan__pv *v = new_container(l, t);
   if (!v) return nomem(l);
-  GPUPLAN_TRY(adopt(l, v, l->stack + k, n));
+  TRY(adopt(l, v, l->stack + k, n));
   if (n) {
     if (n > SIZE_MAX / sizeof *v->u.seq.items) return nomem(l);
     v->u.seq.items = gpuplan__arena_alloc(l->arena, n * sizeof *v->u.seq.items);
@@ -366,7 +466,7 @@ static int extend(loader *l, size_t k) {
   list = l->stack[k - 1];
   if (list->type != GPUPLAN__PV_LIST)
     return fail(l, "%s onto a value that is not a list", gpuplan__pickle_opname(l->op));
-  GPUPLAN_TRY(adopt(l, list, l->stack + k, n));
+  TRY(adopt(l, list, l->stack + k, n));
   if (list->u.seq.cap - list->u.seq.n < n) {
     /* Exact for the first batch, which is usually the only one. */
     need = list->u.seq.n + n;
@@ -395,7 +495,23 @@ static int set_items(loader *l, size_t k) {
   d = l->stack[k - 1];
   if (d->type != GPUPLAN__PV_DICT)
     return fail(l, "%s onto a value that is not a dict", gpuplan__pickle_opname(l->op));
-  GPUPLAN_TRY(adopt(l, d, l->stack + k, 2 * n));
+  if (l->skip) {
+    /* The pairs of keys to skip are left out, whether their values were
+     * built (a pass without skipping) or not. */
+    size_t w = 0;
+    for (i = 0; i < n; i++) {
+      const gpuplan__pv *key = l->stack[k + 2 * i];
+      if (key->type == GPUPLAN__PV_STR && (key->seen & SKIPKEY)) {
+        l->nskipped++;
+      } else {
+        l->stack[k + 2 * w] = l->stack[k + 2 * i];
+        l->stack[k + 2 * w + 1] = l->stack[k + 2 * i + 1];
+        w++;
+      }
+    }
+    n = w;
+  }
+  TRY(adopt(l, d, l->stack + k, 2 * n));
   if (d->u.dict.cap - d->u.dict.n < n) {
     need = d->u.dict.n + n;
     cap = d->u.dict.cap > SIZE_MAX / 2 ? SIZE_MAX : d->u.dict.cap * 2;
@@ -422,6 +538,10 @@ static int set_items(loader *l, size_t k) {
 
 /* --- the memo ------------------------------------------------------------- */
 
+HOT int memo_has(const loader *l, uint64_t idx) {
+  return idx < l->memo_cap && ((l->mbits[idx / 64] >> (idx % 64)) & 1u);
+}
+
 static int memo_put(loader *l, uint64_t idx) {
   if (l->sp == 0 || avail(l) == 0) return underflow(l);
   /* Picklers number memo entries 0, 1, 2, ... and each entry costs at least
@@ -429,22 +549,505 @@ static int memo_put(loader *l, uint64_t idx) {
    * hostile index from sizing the memo. */
   if (idx >= l->len) return fail(l, "memo index %llu out of range", (unsigned long long)idx);
   if (idx >= l->memo_cap) {
-    size_t old = l->memo_cap;
-    void *m = l->memo;
-    GPUPLAN_TRY(grow(l, &m, &l->memo_cap, (size_t)idx + 1, sizeof *l->memo));
+    size_t old = l->memo_cap, cap = l->memo_cap;
+    void *m = l->memo, *b = l->mbits;
+    /* Not cleared: mbits says which entries are set. */
+    TRY(grow(l, &m, &cap, (size_t)idx + 1, sizeof *l->memo));
     l->memo = m;
-    memset(l->memo + old, 0, (l->memo_cap - old) * sizeof *l->memo);
+    if (!(b = gpuplan__realloc(l->ctx, b, (cap + 63) / 64 * sizeof *l->mbits))) return nomem(l);
+    l->mbits = b;
+    memset(l->mbits + (old + 63) / 64, 0, ((cap + 63) / 64 - (old + 63) / 64) * sizeof *l->mbits);
+    l->memo_cap = cap;
   }
-  if (!l->memo[idx]) l->memo_len++;
-  l->memo[idx] = l->stack[l->sp - 1];
+  if (!memo_has(l, idx)) l->memo_len++;
+  l->mbits[idx / 64] |= (uint64_t)1 << (idx % 64);
+  if (l->stack[l->sp - 1] == &l->lazy[LZ_SCALAR] && l->at == l->str_end && l->str_at <= UINT32_MAX) {
+    /* A string the skip machine did not build, memoized right after it
+     * was pushed: built from its opcode if wanted outside (memo_get). */
+    if (!l->moff) {
+      void *m = NULL;
+      size_t cap = 0;
+      TRY(grow(l, &m, &cap, l->memo_cap, sizeof *l->moff));
+      l->moff = m;
+      l->moff_cap = cap;
+    } else if (l->moff_cap < l->memo_cap) {
+      void *m = l->moff;
+      TRY(grow(l, &m, &l->moff_cap, l->memo_cap, sizeof *l->moff));
+      l->moff = m;
+    }
+    l->moff[idx] = (uint32_t)l->str_at;
+    l->memo[idx] = &l->lazy[LZ_STR];
+    l->str_end = l->pos; /* a second PUT of it */
+    return 0;
+  }
+  /* A stand-in for a string fetched from the memo: its opcode is unknown
+   * here, so the new entry cannot be built if wanted (memo_get restarts). */
+  l->memo[idx] = l->stack[l->sp - 1] == &l->lazy[LZ_STR] ? &l->lazy[LZ_SCALAR] : l->stack[l->sp - 1];
   return 0;
 }
 
-static int memo_get(loader *l, uint64_t idx) {
-  if (idx >= l->memo_cap || !l->memo[idx])
-    return fail(l, "memo key %llu not found", (unsigned long long)idx);
-  return push(l, l->memo[idx]);
+/* Build the string a LZ_STR memo entry stands for, from its opcode at at,
+ * which the skip machine has run (so it fits the input). */
+static int build_lazy_str(loader *l, size_t at, gpuplan__pv **out) {
+  const unsigned char *b = l->buf + at;
+  size_t left = l->len - at, hdr;
+  uint64_t n;
+  gpuplan__pv_type t = GPUPLAN__PV_STR;
+  switch (b[0]) {
+  case OP_SHORT_BINBYTES: t = GPUPLAN__PV_BYTES; /* fall through */
+  case OP_SHORT_BINUNICODE: case OP_SHORT_BINSTRING:
+    hdr = 2;
+    break;
+  case OP_BINBYTES: t = GPUPLAN__PV_BYTES; /* fall through */
+  case OP_BINUNICODE: case OP_BINSTRING:
+    hdr = 5;
+    break;
+  case OP_BINBYTES8: case OP_BYTEARRAY8: t = GPUPLAN__PV_BYTES; /* fall through */
+  case OP_BINUNICODE8:
+    hdr = 9;
+    break;
+  default: hdr = 0;
+  }
+  if (NEVER(hdr == 0 || left < hdr)) return gpuplan__error(l->ctx, GPUPLAN_ERROR, "pickle: bad memo stand-in");
+  n = hdr == 2 ? b[1] : hdr == 5 ? le32(b + 1) : le64(b + 1);
+  if (NEVER(n > left - hdr)) return gpuplan__error(l->ctx, GPUPLAN_ERROR, "pickle: bad memo stand-in");
+  if (!(*out = new_bytes(l, t, b + hdr, (size_t)n))) return nomem(l);
+  return 0;
 }
+
+HOT int memo_get(loader *l, uint64_t idx) {
+  gpuplan__pv *v;
+  if (!memo_has(l, idx)) return fail(l, "memo key %llu not found", (unsigned long long)idx);
+  v = l->memo[idx];
+  if (v == &l->lazy[LZ_STR]) {
+    TRY(build_lazy_str(l, l->moff[idx], &v));
+    l->memo[idx] = v;
+  }
+  /* A stand-in the skip machine memoized, wanted outside it. */
+  if (v->type == GPUPLAN__PV_SKIPPED) return RESTART;
+  TRY(push(l, v));
+  return v->type == GPUPLAN__PV_STR ? maybe_skip(l, v) : 0;
+}
+
+/* --- skipping ---------------------------------------------------------------
+ *
+ * When a key to skip is pushed as a key of a dict being filled (after the
+ * MARK of its SETITEMS, at an even position), skip_value runs the opcodes
+ * that build the value after it on a machine that builds nothing: the
+ * same stack, marks and memo, holding stand-ins (lazy[], typed as list,
+ * dict, tuple or scalar so that APPENDS and SETITEMS keep their checks)
+ * instead of new values, and real values fetched from the memo as they are.
+ * It runs every opcode through the checks the loader has; an opcode that
+ * would fail there, or change a real value, ends the load with RESTART
+ * (or the error), and the input is loaded again without skipping, which
+ * then gives the loader's own result or message.
+ *
+ * Where the value ends is a guess, and only a matter of speed: the
+ * machine is the stack machine, so the stack holds exactly what the loader
+ * would have, with stand-ins for what was not built.  The guess is the
+ * shape picklers write: the value is complete when, at its level, the next
+ * opcode pushes a scalar that no APPEND or TUPLE2 then takes (the next
+ * key), or reaches below it (SETITEMS).  A stand-in that reaches the
+ * result other than as the value of a skipped key (adopt), or a memo
+ * entry holding one that is wanted outside (memo_get), restarts.
+ */
+
+static int maybe_skip(loader *l, const gpuplan__pv *v) {
+  size_t m;
+  if (!(v->seen & SKIPKEY) || !l->skipping || l->nmarks == 0) return 0;
+  m = l->marks[l->nmarks - 1];
+  if (m == 0 || l->stack[m - 1]->type != GPUPLAN__PV_DICT || (l->sp - 1 - m) % 2) return 0;
+  return skip_value(l);
+}
+
+/* The length of the opcode at pos when it pushes one scalar by itself,
+ * else 0 (also when it does not fit the input: the loader then says why). */
+static size_t scalar_len(const loader *l, size_t pos) {
+  const unsigned char *b = l->buf + pos;
+  size_t left = l->len - pos;
+  uint64_t n;
+  if (left == 0) return 0;
+  switch (b[0]) {
+  case OP_NONE: case OP_NEWTRUE: case OP_NEWFALSE: case OP_EMPTY_TUPLE: return 1;
+  case OP_BININT1: case OP_BINGET: n = 2; break;
+  case OP_BININT2: n = 3; break;
+  case OP_BININT: case OP_LONG_BINGET: n = 5; break;
+  case OP_BINFLOAT: n = 9; break;
+  case OP_SHORT_BINUNICODE: case OP_SHORT_BINBYTES: case OP_SHORT_BINSTRING: case OP_LONG1:
+    if (left < 2) return 0;
+    n = 2 + (uint64_t)b[1];
+    break;
+  case OP_BINUNICODE: case OP_BINBYTES: case OP_BINSTRING: case OP_LONG4:
+    if (left < 5) return 0;
+    n = 5 + (uint64_t)le32(b + 1);
+    break;
+  case OP_BINUNICODE8: case OP_BINBYTES8:
+    if (left < 9) return 0;
+    n = le64(b + 1);
+    if (n > left - 9) return 0;
+    n += 9;
+    break;
+  default: return 0;
+  }
+  return n <= left ? (size_t)n : 0;
+}
+
+/* At the level of the skipped value, the opcode at pos pushes a scalar:
+ * whether the value goes on (the scalar is appended to it, or the two make
+ * a tuple) rather than the dict's next key coming. */
+static int value_goes_on(const loader *l, size_t pos) {
+  size_t n = scalar_len(l, pos), q = pos + n;
+  if (!n) return 0;
+  while (q < l->len) {
+    switch (l->buf[q]) {
+    case OP_MEMOIZE: q += 1; continue;
+    case OP_BINPUT: q += 2; continue;
+    case OP_LONG_BINPUT: q += 5; continue;
+    case OP_FRAME: q += 9; continue;
+    case OP_APPEND: case OP_TUPLE2: return 1;
+    default: return 0;
+    }
+  }
+  return 0;
+}
+
+/* The skip machine's memory of runs, sized by the input (a bucket per 16
+ * KiB, a power of two from 8 to 256); 0 when there is no memory for it,
+ * which only costs time. */
+static int make_runs(loader *l) {
+  size_t buckets = 8;
+  void *m;
+  if (l->runs_failed) return 0;
+  while (buckets < 256 && buckets * 16384 < l->len) buckets *= 2;
+  m = gpuplan__calloc(l->ctx, 1, buckets * RUN_WAYS * sizeof *l->runs + buckets);
+  if (!m) {
+    l->runs_failed = 1;
+    return 0;
+  }
+  l->runs = m;
+  l->run_next = (unsigned char *)(l->runs + buckets * RUN_WAYS);
+  l->nruns = buckets * RUN_WAYS;
+  return 1;
+}
+
+static int lazy_is(const loader *l, const gpuplan__pv *v, int kind) {
+  return v == &l->lazy[kind];
+}
+
+/* Push a stand-in or a real value. */
+#define SPUSH(v)                                                            \
+  do {                                                                      \
+    gpuplan__pv *sv_ = (v);                                                 \
+    if (l->pushes >= l->lim.max_items) return RESTART;                      \
+    if (l->sp == l->scap) {                                                 \
+      void *st_ = l->stack;                                                 \
+      TRY(grow(l, &st_, &l->scap, l->sp + 1, sizeof *l->stack));            \
+      l->stack = st_;                                                       \
+    }                                                                       \
+    l->pushes++;                                                            \
+    l->stack[l->sp++] = sv_;                                                \
+  } while (0)
+
+/* Called with the key on top: the value is built at stack[base]. */
+static int skip_value(loader *l) {
+  const size_t base = l->sp, m0 = l->nmarks;
+  const unsigned char *a;
+  gpuplan__pv *const scalar = &l->lazy[LZ_SCALAR];
+  l->skipped_any = 1;
+  for (;;) {
+    size_t floor, k;
+    uint64_t n;
+    int op;
+    if (l->nmarks > m0 && l->pos < l->len && (l->buf[l->pos] | 2u) == OP_LONG_BINGET) {
+      /* A run of memo references ('h' BINGET, 'j' LONG_BINGET: a frames
+       * list's items, most of a torch snapshot), with their checks.  When
+       * an APPENDS onto a stand-in list takes them all, they are counted,
+       * not pushed; otherwise pushed as below. */
+      const unsigned char *const buf = l->buf;
+      const uint64_t *const bits = l->mbits;
+      size_t pos = l->pos, cnt = 0, mcap = l->memo_cap, len = l->len;
+      size_t left = l->lim.max_items - l->pushes;
+      run_seen *rs = NULL;
+      uint64_t head = 0;
+      size_t bucket = 0;
+      if (pos + RUN_HEAD <= len && l->sp == l->marks[l->nmarks - 1] && (l->runs || make_runs(l))) {
+        /* The same run of references again (a program's steps repeat its
+         * stack frames): bytes equal to a run read before, and followed by
+         * an APPENDS as it was, are the same opcodes, and their memo
+         * entries are still set.  Runs of one stack begin alike (its outer
+         * frames): the fingerprint takes the first bytes, the place of the
+         * first APPENDS byte and the bytes before it. */
+        run_seen *b;
+        size_t w, span = len - pos < RUN_SCAN ? len - pos : RUN_SCAN, d;
+        const unsigned char *e = memchr(buf + pos, OP_APPENDS, span);
+        d = e ? (size_t)(e - (buf + pos)) : 0;
+        head = le64(buf + pos) ^ ((uint64_t)d * 0x100000001b3ull) ^
+               (d >= RUN_HEAD ? le64(buf + pos + d - 8) * 0x9E3779B97F4A7C15ull : 0);
+        bucket = (size_t)((head * 0x9E3779B97F4A7C15ull) >> 40) & (l->nruns / RUN_WAYS - 1);
+        b = &l->runs[bucket * RUN_WAYS];
+        for (w = 0; w < RUN_WAYS; w++) {
+          const run_seen *c = &b[w];
+          if (c->len && c->head == head && c->len < len - pos &&
+              (buf[pos + c->len] == OP_APPENDS || buf[pos + c->len] == OP_ADDITEMS) &&
+              memcmp(buf + pos, buf + c->off, c->len) == 0) {
+            pos += c->len;
+            cnt = c->cnt;
+            break;
+          }
+        }
+        if (!cnt) rs = b; /* remember it if it is one */
+      }
+      if (!cnt) {
+        /* Branch-free: BINGET and LONG_BINGET differ in bit 1 only, and
+         * the 4 bytes after either can be read (pos + 5 <= len). */
+        while (pos + 5 <= len && (buf[pos] | 2u) == OP_LONG_BINGET) {
+          uint32_t wide = (buf[pos] >> 1) & 1u;
+          size_t idx = le32(buf + pos + 1) & (0xffu | (0u - wide));
+          if (idx >= mcap || !((bits[idx / 64] >> (idx % 64)) & 1u)) break;
+          pos += 2 + 3 * (size_t)wide;
+          cnt++;
+        }
+        if (rs && pos - l->pos >= RUN_HEAD && pos < len && (buf[pos] == OP_APPENDS || buf[pos] == OP_ADDITEMS)) {
+          rs += l->run_next[bucket];
+          l->run_next[bucket] = (unsigned char)((l->run_next[bucket] + 1) % RUN_WAYS);
+          rs->head = head;
+          rs->off = l->pos;
+          rs->len = pos - l->pos;
+          rs->cnt = cnt;
+        }
+      }
+      if (cnt && cnt <= left && pos < l->len && (buf[pos] == OP_APPENDS || buf[pos] == OP_ADDITEMS)) {
+        size_t mk = l->marks[l->nmarks - 1], below = l->nmarks - 1 > m0 ? l->marks[l->nmarks - 2] : base;
+        if (mk > below && lazy_is(l, l->stack[mk - 1], LZ_LIST)) {
+          l->pushes += cnt;
+          l->nmarks--;
+          l->sp = mk;
+          l->pos = pos + 1;
+          continue;
+        }
+      }
+      {
+        gpuplan__pv **const stack = l->stack, **const memo = l->memo;
+        size_t sp = l->sp, room = l->scap - sp, most = room < left ? room : left;
+        if (cnt < most) most = cnt;
+        for (pos = l->pos, cnt = 0; cnt < most; cnt++) {
+          size_t wide = (buf[pos] >> 1) & 1u, idx = wide ? le32(buf + pos + 1) : buf[pos + 1];
+          stack[sp++] = memo[idx];
+          pos += 2 + 3 * wide;
+        }
+        l->pos = pos;
+        l->sp = sp;
+        l->pushes += cnt;
+      }
+    }
+    if (l->pos >= l->len) return 0; /* the loader says it is truncated */
+
+    op = l->buf[l->pos];
+    /* The lowest stack slot the opcode may take: the innermost mark of
+     * the value's own, else the value's slot (below it lies the key). */
+    floor = l->nmarks > m0 ? l->marks[l->nmarks - 1] : base;
+    if (l->nmarks == m0 && l->sp == base + 1) {
+      /* The value is on the stack, complete unless what follows takes it. */
+      switch (op) {
+      case OP_MEMOIZE: case OP_BINPUT: case OP_LONG_BINPUT: case OP_FRAME: case OP_PROTO:
+      case OP_EMPTY_LIST: case OP_EMPTY_SET: case OP_EMPTY_DICT: case OP_MARK:
+      case OP_DUP: case OP_POP: case OP_TUPLE1:
+        break;
+      default:
+        if (!value_goes_on(l, l->pos)) {
+          l->str_end = SIZE_MAX;
+          return 0;
+        }
+      }
+    }
+    l->at = l->pos;
+    l->op = op;
+    l->pos++;
+#define NEED(j)                                                  \
+  do {                                                           \
+    if (l->sp < floor + (j)) {                                   \
+      if (l->nmarks == m0) goto leave;                           \
+      return RESTART;                                            \
+    }                                                            \
+  } while (0)
+#define INNER_MARK()                                             \
+  do {                                                           \
+    if (l->nmarks == m0) goto leave;                             \
+    k = l->marks[l->nmarks - 1];                                 \
+  } while (0)
+    switch (op) {
+    case OP_PROTO:
+      TRY(take(l, 1, &a));
+      if (a[0] > HIGHEST_PROTOCOL) return RESTART;
+      l->protocol = a[0];
+      break;
+    case OP_FRAME:
+      TRY(take(l, 8, &a));
+      if (le64(a) > (uint64_t)(l->len - l->pos)) return RESTART;
+      break;
+    case OP_MARK:
+      if (l->nmarks == l->mcap) {
+        void *m = l->marks;
+        TRY(grow(l, &m, &l->mcap, l->nmarks + 1, sizeof *l->marks));
+        l->marks = m;
+      }
+      l->marks[l->nmarks++] = l->sp;
+      break;
+    case OP_POP:
+      if (l->sp > floor) l->sp--;
+      else if (l->nmarks > m0) l->nmarks--;
+      else goto leave;
+      break;
+    case OP_POP_MARK:
+      INNER_MARK();
+      l->nmarks--;
+      l->sp = k;
+      break;
+    case OP_DUP:
+      if (l->sp == 0 || (l->nmarks > m0 && l->sp == floor)) return RESTART;
+      SPUSH(l->stack[l->sp - 1]);
+      break;
+
+    case OP_NONE: SPUSH(l->none); break;
+    case OP_NEWTRUE: SPUSH(l->yes); break;
+    case OP_NEWFALSE: SPUSH(l->no); break;
+    case OP_BININT: TRY(take(l, 4, &a)); SPUSH(scalar); break;
+    case OP_BININT1: TRY(take(l, 1, &a)); SPUSH(scalar); break;
+    case OP_BININT2: TRY(take(l, 2, &a)); SPUSH(scalar); break;
+    case OP_BINFLOAT: TRY(take(l, 8, &a)); SPUSH(scalar); break;
+    case OP_LONG1:
+    case OP_LONG4: {
+      size_t i;
+      if (op == OP_LONG1) {
+        TRY(take(l, 1, &a));
+        n = a[0];
+      } else {
+        TRY(take(l, 4, &a));
+        if ((int32_t)le32(a) < 0) return RESTART;
+        n = le32(a);
+      }
+      TRY(take(l, n, &a));
+      if (n > 8) { /* as push_long: wider than 64 bits is refused */
+        unsigned char fill = (a[n - 1] & 0x80) ? 0xff : 0x00;
+        for (i = 8; i < n; i++)
+          if (a[i] != fill) return RESTART;
+        if (fill && !(a[7] & 0x80)) return RESTART;
+      }
+      SPUSH(scalar);
+      break;
+    }
+    case OP_BINSTRING:
+      TRY(take(l, 4, &a));
+      if ((int32_t)le32(a) < 0) return RESTART;
+      n = le32(a);
+      goto counted;
+    case OP_SHORT_BINSTRING: case OP_SHORT_BINUNICODE: case OP_SHORT_BINBYTES:
+      TRY(take(l, 1, &a));
+      n = a[0];
+      goto counted;
+    case OP_BINUNICODE: case OP_BINBYTES:
+      TRY(take(l, 4, &a));
+      n = le32(a);
+      goto counted;
+    case OP_BINUNICODE8: case OP_BINBYTES8: case OP_BYTEARRAY8:
+      TRY(take(l, 8, &a));
+      n = le64(a);
+    counted:
+      TRY(take(l, n, &a));
+      SPUSH(scalar);
+      /* Strings are shared far apart (the file's first '' may be a frame's
+       * name, its next the allocator settings' conf): memo_put remembers
+       * where this one is when it is memoized next. */
+      l->str_at = l->at;
+      l->str_end = l->pos;
+      break;
+
+    case OP_EMPTY_LIST: case OP_EMPTY_SET: SPUSH(&l->lazy[LZ_LIST]); break;
+    case OP_EMPTY_DICT: SPUSH(&l->lazy[LZ_DICT]); break;
+    case OP_EMPTY_TUPLE: SPUSH(&l->lazy[LZ_TUPLE]); break;
+    case OP_TUPLE1: case OP_TUPLE2: case OP_TUPLE3:
+      NEED((size_t)(op - OP_TUPLE1 + 1));
+      l->sp -= (size_t)(op - OP_TUPLE1 + 1);
+      SPUSH(&l->lazy[LZ_TUPLE]);
+      break;
+    case OP_TUPLE:
+    case OP_LIST:
+    case OP_FROZENSET:
+    case OP_DICT:
+      INNER_MARK();
+      if (op == OP_DICT && (l->sp - k) % 2) return RESTART;
+      l->nmarks--;
+      l->sp = k;
+      SPUSH(&l->lazy[op == OP_TUPLE ? LZ_TUPLE : op == OP_DICT ? LZ_DICT : LZ_LIST]);
+      break;
+    case OP_APPEND:
+      NEED(2);
+      if (!lazy_is(l, l->stack[l->sp - 2], LZ_LIST)) return RESTART;
+      l->sp--;
+      break;
+    case OP_SETITEM:
+      NEED(3);
+      if (!lazy_is(l, l->stack[l->sp - 3], LZ_DICT)) return RESTART;
+      l->sp -= 2;
+      break;
+    case OP_APPENDS:
+    case OP_ADDITEMS:
+    case OP_SETITEMS: {
+      size_t below;
+      INNER_MARK();
+      below = l->nmarks - 1 > m0 ? l->marks[l->nmarks - 2] : base;
+      if (k <= below) {
+        if (l->nmarks - 1 == m0) goto leave; /* onto the key */
+        return RESTART;
+      }
+      if (op == OP_SETITEMS ? (l->sp - k) % 2 || !lazy_is(l, l->stack[k - 1], LZ_DICT)
+                            : !lazy_is(l, l->stack[k - 1], LZ_LIST))
+        return RESTART;
+      l->nmarks--;
+      l->sp = k;
+      break;
+    }
+
+    case OP_BINPUT:
+      TRY(take(l, 1, &a));
+      TRY(memo_put(l, a[0]));
+      break;
+    case OP_LONG_BINPUT:
+      TRY(take(l, 4, &a));
+      TRY(memo_put(l, le32(a)));
+      break;
+    case OP_MEMOIZE:
+      TRY(memo_put(l, l->memo_len));
+      break;
+    case OP_BINGET:
+    case OP_LONG_BINGET:
+      if (op == OP_BINGET) {
+        TRY(take(l, 1, &a));
+        n = a[0];
+      } else {
+        TRY(take(l, 4, &a));
+        n = le32(a);
+      }
+      if (!memo_has(l, n)) return RESTART;
+      SPUSH(l->memo[n]);
+      break;
+
+    default:
+      /* STOP, the text opcodes of protocols 0 and 1, the refused ones:
+       * the loader's (a key to skip is looked for at protocol 2 and up). */
+      goto leave;
+    }
+    continue;
+  leave:
+    l->pos = l->at;
+    l->str_end = SIZE_MAX;
+    return 0;
+#undef NEED
+#undef INNER_MARK
+  }
+}
+
+#undef SPUSH
 
 /* --- text arguments (protocol 0) ------------------------------------------- */
 
@@ -501,8 +1104,8 @@ static int text_index(loader *l, uint64_t *idx) {
   const unsigned char *s;
   size_t n;
   int64_t v;
-  GPUPLAN_TRY(line(l, &s, &n));
-  GPUPLAN_TRY(text_int(l, s, n, &v));
+  TRY(line(l, &s, &n));
+  TRY(text_int(l, s, n, &v));
   if (v < 0) return fail(l, "negative memo index in %s", gpuplan__pickle_opname(l->op));
   *idx = (uint64_t)v;
   return 0;
@@ -513,7 +1116,7 @@ static int load_text_float(loader *l) {
   size_t n, i;
   char tmp[256], q[48], *end;
   double f;
-  GPUPLAN_TRY(line(l, &s, &n));
+  TRY(line(l, &s, &n));
   if (n == 0 || n >= sizeof tmp) return fail(l, "FLOAT: bad length %zu", n);
   /* strtod follows the locale's decimal point; pickles always use '.'.
    * The point is found by printing, which reads the locale without
@@ -551,7 +1154,7 @@ static int load_text_string(loader *l) {
   size_t n, i, o = 0;
   gpuplan__pv *v;
   char *d;
-  GPUPLAN_TRY(line(l, &s, &n));
+  TRY(line(l, &s, &n));
   while (n > 0 && is_space(s[n - 1])) n--; /* Python 2's repr never ends in blanks */
   if (n < 2 || s[0] != s[n - 1] || (s[0] != '\'' && s[0] != '"'))
     return fail(l, "the STRING opcode argument must be quoted");
@@ -599,7 +1202,7 @@ static int load_text_string(loader *l) {
   d[o] = '\0';
   v->u.str.s = d;
   v->u.str.len = o;
-  return push(l, v);
+  return push_str(l, v);
 }
 
 static size_t put_utf8(char *d, uint32_t cp) {
@@ -632,7 +1235,7 @@ static int load_text_unicode(loader *l) {
   size_t n, i, o = 0;
   gpuplan__pv *v;
   char *d;
-  GPUPLAN_TRY(line(l, &s, &n));
+  TRY(line(l, &s, &n));
   if (n > (SIZE_MAX - 1) / 2) return nomem(l);
   v = newv(l, GPUPLAN__PV_STR, 2 * n + 1);
   if (!v) return nomem(l);
@@ -663,7 +1266,7 @@ static int load_text_unicode(loader *l) {
   d[o] = '\0';
   v->u.str.s = d;
   v->u.str.len = o;
-  return push(l, v);
+  return push_str(l, v);
 }
 
 /* LONG1/LONG4: little-endian two's complement of any length. */
@@ -700,13 +1303,13 @@ static int step(loader *l, int *stop) {
   l->op = l->buf[l->pos++];
   switch (l->op) {
   case OP_PROTO:
-    GPUPLAN_TRY(take(l, 1, &a));
+    TRY(take(l, 1, &a));
     if (a[0] > HIGHEST_PROTOCOL) return fail(l, "unsupported pickle protocol %d", a[0]);
     l->protocol = a[0];
     return 0;
   case OP_FRAME:
     /* Frames only group opcodes for buffered reading; check and skip. */
-    GPUPLAN_TRY(take(l, 8, &a));
+    TRY(take(l, 8, &a));
     len = le64(a);
     if (len > (uint64_t)(l->len - l->pos))
       return fail(l, "truncated in FRAME (length %llu, %zu bytes left)",
@@ -715,13 +1318,14 @@ static int step(loader *l, int *stop) {
   case OP_STOP:
     if (l->nmarks) return fail(l, "STOP with an open MARK");
     if (l->sp != 1) return fail(l, "STOP with %zu values on the stack (expected 1)", l->sp);
+    if (l->stack[0]->type == GPUPLAN__PV_SKIPPED) return RESTART; /* a stand-in */
     *stop = 1;
     return 0;
 
   case OP_MARK:
     if (l->nmarks == l->mcap) {
       void *m = l->marks;
-      GPUPLAN_TRY(grow(l, &m, &l->mcap, l->nmarks + 1, sizeof *l->marks));
+      TRY(grow(l, &m, &l->mcap, l->nmarks + 1, sizeof *l->marks));
       l->marks = m;
     }
     l->marks[l->nmarks++] = l->sp;
@@ -732,53 +1336,53 @@ static int step(loader *l, int *stop) {
     else return underflow(l);
     return 0;
   case OP_POP_MARK:
-    GPUPLAN_TRY(pop_mark(l, &k));
+    TRY(pop_mark(l, &k));
     l->sp = k;
     return 0;
   case OP_DUP:
-    GPUPLAN_TRY(need_items(l, 1));
+    TRY(need_items(l, 1));
     return push(l, l->stack[l->sp - 1]);
 
   case OP_NONE: return push(l, l->none);
   case OP_NEWTRUE: return push(l, l->yes);
   case OP_NEWFALSE: return push(l, l->no);
   case OP_INT:
-    GPUPLAN_TRY(line(l, &a, &n));
+    TRY(line(l, &a, &n));
     if (n == 2 && a[0] == '0' && (a[1] == '0' || a[1] == '1')) /* I01, I00: bools */
       return push(l, a[1] == '1' ? l->yes : l->no);
-    GPUPLAN_TRY(text_int(l, a, n, &iv));
+    TRY(text_int(l, a, n, &iv));
     return push_int(l, iv);
   case OP_LONG:
-    GPUPLAN_TRY(line(l, &a, &n));
+    TRY(line(l, &a, &n));
     if (n > 0 && a[n - 1] == 'L') n--;
-    GPUPLAN_TRY(text_int(l, a, n, &iv));
+    TRY(text_int(l, a, n, &iv));
     return push_int(l, iv);
   case OP_BININT:
-    GPUPLAN_TRY(take(l, 4, &a));
+    TRY(take(l, 4, &a));
     return push_int(l, (int32_t)le32(a));
   case OP_BININT1:
-    GPUPLAN_TRY(take(l, 1, &a));
+    TRY(take(l, 1, &a));
     return push_int(l, a[0]);
   case OP_BININT2:
-    GPUPLAN_TRY(take(l, 2, &a));
+    TRY(take(l, 2, &a));
     return push_int(l, a[0] | a[1] << 8);
   case OP_LONG1:
-    GPUPLAN_TRY(take(l, 1, &a));
+    TRY(take(l, 1, &a));
     n = a[0];
-    GPUPLAN_TRY(take(l, n, &a));
+    TRY(take(l, n, &a));
     return push_long(l, a, n);
   case OP_LONG4:
-    GPUPLAN_TRY(take(l, 4, &a));
+    TRY(take(l, 4, &a));
     iv = (int32_t)le32(a);
     if (iv < 0) return fail(l, "LONG4: negative byte count");
-    GPUPLAN_TRY(take(l, (uint64_t)iv, &a));
+    TRY(take(l, (uint64_t)iv, &a));
     return push_long(l, a, (size_t)iv);
   case OP_FLOAT: return load_text_float(l);
   case OP_BINFLOAT: {
     uint64_t bits;
     double f;
     size_t i;
-    GPUPLAN_TRY(take(l, 8, &a));
+    TRY(take(l, 8, &a));
     for (bits = 0, i = 0; i < 8; i++) bits = bits << 8 | a[i];
     memcpy(&f, &bits, sizeof f);
     return push_float(l, f);
@@ -787,29 +1391,29 @@ static int step(loader *l, int *stop) {
   case OP_STRING: return load_text_string(l);
   case OP_UNICODE: return load_text_unicode(l);
   case OP_BINSTRING:
-    GPUPLAN_TRY(take(l, 4, &a));
+    TRY(take(l, 4, &a));
     iv = (int32_t)le32(a);
     if (iv < 0) return fail(l, "BINSTRING: negative byte count");
-    GPUPLAN_TRY(take(l, (uint64_t)iv, &a));
+    TRY(take(l, (uint64_t)iv, &a));
     return push_bytes(l, GPUPLAN__PV_STR, a, (size_t)iv);
   case OP_SHORT_BINSTRING:
   case OP_SHORT_BINUNICODE:
   case OP_SHORT_BINBYTES:
-    GPUPLAN_TRY(take(l, 1, &a));
+    TRY(take(l, 1, &a));
     len = a[0];
     goto counted;
   case OP_BINUNICODE:
   case OP_BINBYTES:
-    GPUPLAN_TRY(take(l, 4, &a));
+    TRY(take(l, 4, &a));
     len = le32(a);
     goto counted;
   case OP_BINUNICODE8:
   case OP_BINBYTES8:
   case OP_BYTEARRAY8:
-    GPUPLAN_TRY(take(l, 8, &a));
+    TRY(take(l, 8, &a));
     len = le64(a);
   counted:
-    GPUPLAN_TRY(take(l, len, &a));
+    TRY(take(l, len, &a));
     return push_bytes(l,
                       l->op == OP_SHORT_BINBYTES || l->op == OP_BINBYTES ||
                               l->op == OP_BINBYTES8 || l->op == OP_BYTEARRAY8
@@ -830,57 +1434,57 @@ static int step(loader *l, int *stop) {
   case OP_TUPLE2:
   case OP_TUPLE3:
     n = (size_t)(l->op - OP_TUPLE1 + 1);
-    GPUPLAN_TRY(need_items(l, n));
+    TRY(need_items(l, n));
     return push_seq(l, GPUPLAN__PV_TUPLE, l->sp - n);
   case OP_TUPLE:
-    GPUPLAN_TRY(pop_mark(l, &k));
+    TRY(pop_mark(l, &k));
     return push_seq(l, GPUPLAN__PV_TUPLE, k);
   case OP_LIST:
   case OP_FROZENSET:
-    GPUPLAN_TRY(pop_mark(l, &k));
+    TRY(pop_mark(l, &k));
     return push_seq(l, GPUPLAN__PV_LIST, k);
   case OP_DICT:
-    GPUPLAN_TRY(pop_mark(l, &k));
+    TRY(pop_mark(l, &k));
     if ((l->sp - k) % 2) return fail(l, "odd number of items for DICT");
     if (!(v = new_container(l, GPUPLAN__PV_DICT))) return nomem(l);
     /* Build it in place: the dict goes below its items, then SETITEMS. */
-    GPUPLAN_TRY(push(l, v));
+    TRY(push(l, v));
     memmove(l->stack + k + 1, l->stack + k, (l->sp - 1 - k) * sizeof *l->stack);
     l->stack[k] = v;
     return set_items(l, k + 1);
   case OP_APPEND:
-    GPUPLAN_TRY(need_items(l, 2));
+    TRY(need_items(l, 2));
     return extend(l, l->sp - 1);
   case OP_APPENDS:
   case OP_ADDITEMS:
-    GPUPLAN_TRY(pop_mark(l, &k));
+    TRY(pop_mark(l, &k));
     return extend(l, k);
   case OP_SETITEM:
-    GPUPLAN_TRY(need_items(l, 3));
+    TRY(need_items(l, 3));
     return set_items(l, l->sp - 2);
   case OP_SETITEMS:
-    GPUPLAN_TRY(pop_mark(l, &k));
+    TRY(pop_mark(l, &k));
     return set_items(l, k);
 
   case OP_PUT:
-    GPUPLAN_TRY(text_index(l, &len));
+    TRY(text_index(l, &len));
     return memo_put(l, len);
   case OP_BINPUT:
-    GPUPLAN_TRY(take(l, 1, &a));
+    TRY(take(l, 1, &a));
     return memo_put(l, a[0]);
   case OP_LONG_BINPUT:
-    GPUPLAN_TRY(take(l, 4, &a));
+    TRY(take(l, 4, &a));
     return memo_put(l, le32(a));
   case OP_MEMOIZE:
     return memo_put(l, l->memo_len);
   case OP_GET:
-    GPUPLAN_TRY(text_index(l, &len));
+    TRY(text_index(l, &len));
     return memo_get(l, len);
   case OP_BINGET:
-    GPUPLAN_TRY(take(l, 1, &a));
+    TRY(take(l, 1, &a));
     return memo_get(l, a[0]);
   case OP_LONG_BINGET:
-    GPUPLAN_TRY(take(l, 4, &a));
+    TRY(take(l, 4, &a));
     return memo_get(l, le32(a));
 
   default:
@@ -909,35 +1513,38 @@ static size_t children(const gpuplan__pv *v) {
 
 /*
  * For a dirty load: refuse cycles and nesting deeper than max_depth, in one
- * depth-first pass that visits each container once.  seen is reset to 0,
- * then is 1 while the container is on the path, and 2 + its height after.
+ * depth-first pass that visits each container once.  seen (the load's
+ * heights, all below ONPATH and DONE) becomes ONPATH while the container is
+ * on the path, and DONE | its height after.
  */
+#define ONPATH 0x40000000u
+#define DONE 0x20000000u
+
 static int check_shape(loader *l, gpuplan__pv *root) {
   frame *fr = NULL;
-  size_t nf = 0, cap = 0, i;
+  size_t nf = 0, cap = 0;
   uint32_t maxd = l->maxd;
   int rc = 0;
   if (!is_container(root)) return 0;
-  for (i = 0; i < l->nconts; i++) l->conts[i]->seen = 0;
   if (maxd == 0) goto too_deep;
   for (;;) {
     gpuplan__pv *v;
     if (nf == 0 || fr[nf - 1].i == fr[nf - 1].n) {
       uint32_t h;
       if (nf == 0) {
-        if (root->seen) break;
+        if (root->seen & (ONPATH | DONE)) break;
         v = root;
       } else {
         h = fr[nf - 1].h + 1;
         if (h > maxd) goto too_deep;
-        fr[--nf].v->seen = h + 2;
+        fr[--nf].v->seen = DONE | h;
         if (nf && h > fr[nf - 1].h) fr[nf - 1].h = h;
         continue;
       }
     } else {
       v = child(fr[nf - 1].v, fr[nf - 1].i++);
       if (!is_container(v)) continue;
-      if (v->seen == 1) {
+      if (v->seen & ONPATH) {
         gpuplan__error(l->ctx, GPUPLAN_EINVAL,
                        "pickle: a %s contains itself (recursive structure); refused",
                        v->type == GPUPLAN__PV_DICT   ? "dict"
@@ -946,8 +1553,8 @@ static int check_shape(loader *l, gpuplan__pv *root) {
         rc = GPUPLAN_EINVAL;
         goto done;
       }
-      if (v->seen) {
-        if (v->seen - 2 > fr[nf - 1].h) fr[nf - 1].h = v->seen - 2;
+      if (v->seen & DONE) {
+        if ((v->seen & ~DONE) > fr[nf - 1].h) fr[nf - 1].h = v->seen & ~DONE;
         continue;
       }
       if (nf >= maxd) goto too_deep;
@@ -958,7 +1565,7 @@ static int check_shape(loader *l, gpuplan__pv *root) {
       if (rc) goto done;
       fr = f;
     }
-    v->seen = 1;
+    v->seen = ONPATH;
     fr[nf].v = v;
     fr[nf].i = 0;
     fr[nf].n = children(v);
@@ -987,28 +1594,34 @@ gpuplan__pickle_limits gpuplan__pickle_default_limits(void) {
   return lim;
 }
 
-int gpuplan__pickle_load_ex(gpuplan_ctx *ctx, const void *buf, size_t len,
-                            const gpuplan__pickle_limits *limits, gpuplan__pickle *p,
-                            const gpuplan__pv **root) {
-  gpuplan__pickle_limits defaults = gpuplan__pickle_default_limits();
+/* One pass over the input.  *again: it ended in a way a pass without
+ * skipping may end otherwise (RESTART, or an error after skipping). */
+static int load_once(gpuplan_ctx *ctx, const void *buf, size_t len, const gpuplan__pickle_limits *lim,
+                     const char *const *skip, int skipping, gpuplan__pickle *p, const gpuplan__pv **root,
+                     int *again) {
   loader l;
   gpuplan__pv *single;
-  int rc = 0, stop = 0;
-
-  if (root) *root = NULL;
-  if (p) memset(p, 0, sizeof *p);
-  if (!ctx) return GPUPLAN_EMISUSE;
-  if (!p || !root || (!buf && len))
-    return gpuplan__error(ctx, GPUPLAN_EMISUSE, "pickle: p, root and buf must not be NULL");
+  int rc = 0, stop = 0, i;
 
   memset(&l, 0, sizeof l);
   l.ctx = ctx;
   l.arena = &p->arena;
   l.buf = buf;
   l.len = len;
-  l.lim = limits ? *limits : defaults;
+  l.lim = *lim;
   l.slab_next = SLAB_MIN;
   l.maxd = l.lim.max_depth > MAX_HEIGHT ? MAX_HEIGHT : (uint32_t)l.lim.max_depth;
+  l.skip = skip;
+  while (skip && skip[l.nskip] && l.nskip < GPUPLAN__PICKLE_MAX_SKIP) {
+    l.skiplen[l.nskip] = strlen(skip[l.nskip]);
+    l.nskip++;
+  }
+  l.skipping = skip && skipping;
+  l.str_end = SIZE_MAX;
+  for (i = 0; i < LZ_KINDS; i++) {
+    l.lazy[i].type = GPUPLAN__PV_SKIPPED;
+    l.lazy[i].u.i = i;
+  }
   gpuplan__arena_init(&p->arena, ctx);
 
   single = gpuplan__arena_alloc(&p->arena, 3 * sizeof *single);
@@ -1048,11 +1661,13 @@ int gpuplan__pickle_load_ex(gpuplan_ctx *ctx, const void *buf, size_t len,
   }
 
 done:
+  *again = rc == RESTART || (rc == GPUPLAN_EINVAL && l.skipped_any);
   if (!rc) {
     *root = l.stack[0];
     p->ctx = ctx;
     p->protocol = l.protocol;
     p->values = l.pushes;
+    p->skipped = l.nskipped;
     gpuplan__ctx_ref(ctx);
     gpuplan__clear(ctx);
   } else {
@@ -1061,8 +1676,44 @@ done:
   gpuplan__free(ctx, l.stack);
   gpuplan__free(ctx, l.marks);
   gpuplan__free(ctx, l.memo);
-  gpuplan__free(ctx, l.conts);
+  gpuplan__free(ctx, l.mbits);
+  gpuplan__free(ctx, l.moff);
+  gpuplan__free(ctx, l.runs);
   return rc;
+}
+
+int gpuplan__pickle_load_skip(gpuplan_ctx *ctx, const void *buf, size_t len,
+                              const gpuplan__pickle_limits *limits, const char *const *skip,
+                              gpuplan__pickle *p, const gpuplan__pv **root) {
+  gpuplan__pickle_limits lim = limits ? *limits : gpuplan__pickle_default_limits();
+  size_t nskip = 0;
+  int rc, again = 0;
+
+  if (root) *root = NULL;
+  if (p) memset(p, 0, sizeof *p);
+  if (!ctx) return GPUPLAN_EMISUSE;
+  if (!p || !root || (!buf && len))
+    return gpuplan__error(ctx, GPUPLAN_EMISUSE, "pickle: p, root and buf must not be NULL");
+  while (skip && skip[nskip]) nskip++;
+  if (nskip > GPUPLAN__PICKLE_MAX_SKIP)
+    return gpuplan__error(ctx, GPUPLAN_EMISUSE, "pickle: more than %d keys to skip",
+                          GPUPLAN__PICKLE_MAX_SKIP);
+  rc = load_once(ctx, buf, len, &lim, nskip ? skip : NULL, 1, p, root, &again);
+  if (again) {
+    /* Skipping could not keep the result exact (or an error may read
+     * otherwise without it): load again, building every value. */
+    memset(p, 0, sizeof *p);
+    rc = load_once(ctx, buf, len, &lim, nskip ? skip : NULL, 0, p, root, &again);
+    if (NEVER(rc == RESTART)) rc = gpuplan__error(ctx, GPUPLAN_ERROR, "pickle: a stand-in without skipping");
+    p->reparsed = 1;
+  }
+  return rc;
+}
+
+int gpuplan__pickle_load_ex(gpuplan_ctx *ctx, const void *buf, size_t len,
+                            const gpuplan__pickle_limits *limits, gpuplan__pickle *p,
+                            const gpuplan__pv **root) {
+  return gpuplan__pickle_load_skip(ctx, buf, len, limits, NULL, p, root);
 }
 
 int gpuplan__pickle_load(gpuplan_ctx *ctx, const void *buf, size_t len, gpuplan__pickle *p,

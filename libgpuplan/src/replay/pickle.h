@@ -14,6 +14,16 @@
  * A successful load returns a tree or a DAG: a container that contains
  * itself, directly or not, is refused, so consumers may walk the result
  * recursively, to at most max_depth levels of containers.
+ *
+ * A load may be told to skip some dict keys (torch's "frames", most of a
+ * snapshot's bytes): their pairs are left out of every dict, and their
+ * values are not built.  The opcodes that would build them still run,
+ * through the same checks (refused opcodes, truncation, the memo, the
+ * stack, the values limit), on stand-ins instead of values; when a
+ * stand-in could reach the result (a memo reference from outside, a
+ * pickle that changes a value it did not build), the input is loaded again
+ * without skipping, so that skipping changes neither the rest of the
+ * result nor an error.
  */
 #ifndef GPUPLAN_REPLAY_PICKLE_H
 #define GPUPLAN_REPLAY_PICKLE_H
@@ -32,7 +42,8 @@ typedef enum {
   GPUPLAN__PV_BYTES,  /* bytes and bytearray */
   GPUPLAN__PV_LIST,   /* list; also set and frozenset, in file order */
   GPUPLAN__PV_TUPLE,
-  GPUPLAN__PV_DICT
+  GPUPLAN__PV_DICT,
+  GPUPLAN__PV_SKIPPED /* the loader's stand-in for a value it skips; never in a result */
 } gpuplan__pv_type;
 
 typedef struct gpuplan__pv gpuplan__pv;
@@ -63,7 +74,10 @@ typedef struct gpuplan__pickle {
   gpuplan__arena arena;
   gpuplan_ctx *ctx;   /* non-NULL while the pickle holds values (and a ctx reference) */
   int protocol;       /* the PROTO opcode's argument; 0 when there was none */
-  size_t values;      /* values pushed while loading (memo references included) */
+  size_t values;      /* values pushed while loading (memo references included),
+                         skipped ones too: the same count as a load without skipping */
+  size_t skipped;     /* pairs left out of dicts (keys to skip) */
+  int reparsed;       /* skipping was abandoned and the input loaded again without it */
 } gpuplan__pickle;
 
 typedef struct gpuplan__pickle_limits {
@@ -96,6 +110,21 @@ int gpuplan__pickle_load(gpuplan_ctx *ctx, const void *buf, size_t len, gpuplan_
 int gpuplan__pickle_load_ex(gpuplan_ctx *ctx, const void *buf, size_t len,
                             const gpuplan__pickle_limits *limits, gpuplan__pickle *p,
                             const gpuplan__pv **root);
+
+/*
+ * The same, leaving out of every dict the pairs whose key is a str in skip
+ * (a NULL-terminated list of at most GPUPLAN__PICKLE_MAX_SKIP; NULL: none)
+ * and, where the pickle allows it, not building their values.  The rest of
+ * the result, the values count and the errors are those of
+ * gpuplan__pickle_load_ex, except that a value not built is not part of
+ * the result, so that nesting deeper than max_depth or a cycle inside it
+ * is refused only when the load had to be repeated without skipping
+ * (p->reparsed).
+ */
+#define GPUPLAN__PICKLE_MAX_SKIP 8
+int gpuplan__pickle_load_skip(gpuplan_ctx *ctx, const void *buf, size_t len,
+                              const gpuplan__pickle_limits *limits, const char *const *skip,
+                              gpuplan__pickle *p, const gpuplan__pv **root);
 
 /* Free every value of p.  Accepts NULL and a pickle whose load failed. */
 void gpuplan__pickle_free(gpuplan__pickle *p);

@@ -29,6 +29,13 @@ typedef struct rseg {
   size_t n, cap;
 } rseg;
 
+/* A state of the allocator: segments (by pointer, so that inserting and
+ * erasing in the sorted array moves 8 bytes a segment) in address order. */
+typedef struct state {
+  rseg **v;
+  size_t n, cap;
+} state;
+
 struct gpuplan_snapshot {
   gpuplan_ctx *ctx;
   gpuplan_alloc_event *ev;
@@ -39,6 +46,13 @@ struct gpuplan_snapshot {
   gpuplan__snapshot_facts facts;
   char *recorded_conf; /* facts.recorded_conf's storage */
   int device;
+  int expandable_trace; /* the trace maps or unmaps (recorded with expandable segments) */
+  /* The state the trace starts from, rebuilt once at load (no block sizes
+   * learnt yet): every replay starts there.  start_diverged: where the
+   * file contradicts itself while rebuilding (SIZE_MAX: nowhere). */
+  state start;
+  size_t start_diverged;
+  char start_why[sizeof ((gpuplan_replay_result *)0)->divergence];
 };
 
 /* --- small helpers --------------------------------------------------------- */
@@ -142,6 +156,70 @@ static int conf_from_settings(gpuplan_ctx *ctx, const gpuplan__pv *set, gpuplan_
   return GPUPLAN_OK;
 }
 
+/* --- the fields of many dicts ------------------------------------------------ */
+
+/* Picklers write a key once and refer to it after (the memo), so the keys
+ * of a snapshot's thousands of blocks and trace events are a few str
+ * values: a key's pointer says which field it is, and its text is compared
+ * only when a new one comes. */
+#define FIELDS_MAX 8
+#define FIELDS_OTHER 8
+
+typedef struct fields {
+  const char *const *names; /* NULL-terminated, at most FIELDS_MAX */
+  size_t n, len[FIELDS_MAX];
+  const gpuplan__pv *known[FIELDS_MAX];   /* per name: the last key seen with its text */
+  const gpuplan__pv *other[FIELDS_OTHER]; /* keys seen that are none of the names */
+  size_t nother, next_other;
+} fields;
+
+static void fields_init(fields *f, const char *const *names) {
+  memset(f, 0, sizeof *f);
+  f->names = names;
+  while (names[f->n] && f->n < FIELDS_MAX) {
+    f->len[f->n] = strlen(names[f->n]);
+    f->n++;
+  }
+}
+
+/* v[i]: the value of the last pair of d whose key is the str names[i], or
+ * NULL; what gpuplan__pv_get(d, names[i]) gives, in one pass over d. */
+static void fields_get(fields *f, const gpuplan__pv *d, const gpuplan__pv **v) {
+  size_t i, j, o;
+  for (i = 0; i < f->n; i++) v[i] = NULL;
+  if (!d || d->type != GPUPLAN__PV_DICT) return;
+  for (j = 0; j < d->u.dict.n; j++) {
+    const gpuplan__pv *k = d->u.dict.keys[j];
+    for (i = 0; i < f->n && k != f->known[i]; i++) continue;
+    if (i == f->n) {
+      for (o = 0; o < f->nother && k != f->other[o]; o++) continue;
+      if (o < f->nother || k->type != GPUPLAN__PV_STR) continue;
+      for (i = 0; i < f->n; i++)
+        if (k->u.str.len == f->len[i] && memcmp(k->u.str.s, f->names[i], f->len[i]) == 0) break;
+      if (i == f->n) {
+        f->other[f->next_other] = k;
+        f->next_other = (f->next_other + 1) % FIELDS_OTHER;
+        if (f->nother < FIELDS_OTHER) f->nother++;
+        continue;
+      }
+      f->known[i] = k;
+    }
+    v[i] = d->u.dict.vals[j];
+  }
+}
+
+/* field_u64 for a value fields_get found. */
+static int value_u64(gpuplan_ctx *ctx, const gpuplan__pv *v, const char *key, const char *what, size_t idx,
+                     uint64_t *out) {
+  int64_t i;
+  if (gpuplan__pv_int(v, &i) != 0 || i < 0)
+    return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                          "snapshot: %s %zu: field '%s' is missing or not a non-negative integer",
+                          what, idx, key);
+  *out = (uint64_t)i;
+  return GPUPLAN_OK;
+}
+
 static int action_of(const char *s, gpuplan_alloc_action *out) {
   static const char *const names[] = {"alloc", "free_requested", "free_completed",
                                       "segment_alloc", "segment_free", "segment_map",
@@ -155,10 +233,20 @@ static int action_of(const char *s, gpuplan_alloc_action *out) {
   return 0;
 }
 
+/* The fields convert reads. */
+static const char *const seg_fields[] = {"device", "is_expandable", "address", "total_size", "stream",
+                                         "segment_type", "blocks", NULL};
+enum { SF_DEVICE, SF_EXPANDABLE, SF_ADDRESS, SF_TOTAL_SIZE, SF_STREAM, SF_TYPE, SF_BLOCKS };
+static const char *const block_fields[] = {"size", "requested_size", "history", "state", NULL};
+enum { BF_SIZE, BF_REQUESTED, BF_HISTORY, BF_STATE };
+static const char *const event_fields[] = {"action", "device_free", "addr", "size", "stream", NULL};
+enum { EF_ACTION, EF_DEVICE_FREE, EF_ADDR, EF_SIZE, EF_STREAM };
+
 static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t values, gpuplan_snapshot *s) {
   const gpuplan__pv *segs, *traces, *tr = NULL;
   size_t i, j;
   int64_t dev;
+  fields sf, bf;
   int list_format = root && root->type == GPUPLAN__PV_LIST;
   if (!root || (root->type != GPUPLAN__PV_DICT && !list_format))
     return gpuplan__error(ctx, GPUPLAN_EINVAL,
@@ -211,52 +299,62 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
   /* Segments of this device. */
   s->segs = gpuplan__calloc(ctx, segs->u.seq.n ? segs->u.seq.n : 1, sizeof *s->segs);
   if (!s->segs) return gpuplan__nomem(ctx);
+  fields_init(&sf, seg_fields);
+  fields_init(&bf, block_fields);
   for (i = 0; i < segs->u.seq.n; i++) {
-    const gpuplan__pv *d = segs->u.seq.items[i], *blocks, *type;
+    const gpuplan__pv *d = segs->u.seq.items[i], *blocks, *type, *v[FIELDS_MAX];
     rseg *r;
     uint64_t at;
     if (d->type != GPUPLAN__PV_DICT)
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu is not a dict", i);
-    if (gpuplan__pv_int(gpuplan__pv_get(d, "device"), &dev) == 0 && dev != device) continue;
+    fields_get(&sf, d, v);
+    if (gpuplan__pv_int(v[SF_DEVICE], &dev) == 0 && dev != device) continue;
     {
-      const gpuplan__pv *x = gpuplan__pv_get(d, "is_expandable");
       int64_t xv;
-      if (x && gpuplan__pv_int(x, &xv) == 0 && xv) s->facts.expandable_segments++;
+      if (gpuplan__pv_int(v[SF_EXPANDABLE], &xv) == 0 && xv) s->facts.expandable_segments++;
     }
     r = &s->segs[s->nsegs];
-    GPUPLAN_TRY(field_u64(ctx, d, "address", "segment", i, &r->addr));
-    GPUPLAN_TRY(field_u64(ctx, d, "total_size", "segment", i, &r->size));
-    if (gpuplan__pv_get(d, "stream")) GPUPLAN_TRY(field_u64(ctx, d, "stream", "segment", i, &r->stream));
-    type = gpuplan__pv_get(d, "segment_type");
+    GPUPLAN_TRY(value_u64(ctx, v[SF_ADDRESS], "address", "segment", i, &r->addr));
+    GPUPLAN_TRY(value_u64(ctx, v[SF_TOTAL_SIZE], "total_size", "segment", i, &r->size));
+    if (v[SF_STREAM]) GPUPLAN_TRY(value_u64(ctx, v[SF_STREAM], "stream", "segment", i, &r->stream));
+    type = v[SF_TYPE];
     r->small = gpuplan__pv_str(type) ? strcmp(gpuplan__pv_str(type), "small") == 0
                                      : r->size == KSMALL_BUFFER;
     s->nsegs++;
     if (r->size == 0 || r->addr + r->size < r->addr)
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: bad address/size", i);
-    blocks = gpuplan__pv_get(d, "blocks");
+    blocks = v[SF_BLOCKS];
     if (!blocks || blocks->type != GPUPLAN__PV_LIST)
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: no 'blocks' list", i);
+    if (blocks->u.seq.n) {
+      /* room for them all at once */
+      rblock *nb = gpuplan__realloc(ctx, r->b, blocks->u.seq.n * sizeof *nb);
+      if (!nb) return gpuplan__nomem(ctx);
+      r->b = nb;
+      r->cap = blocks->u.seq.n;
+    }
     at = r->addr;
     for (j = 0; j < blocks->u.seq.n; j++) {
-      const gpuplan__pv *b = blocks->u.seq.items[j];
+      const gpuplan__pv *b = blocks->u.seq.items[j], *bv[FIELDS_MAX];
       rblock rb;
-      const char *state;
+      const char *bstate;
       memset(&rb, 0, sizeof rb);
       if (b->type != GPUPLAN__PV_DICT)
         return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu block %zu is not a dict", i, j);
-      GPUPLAN_TRY(field_u64(ctx, b, "size", "block", j, &rb.size));
-      if (gpuplan__pv_get(b, "requested_size")) {
-        GPUPLAN_TRY(field_u64(ctx, b, "requested_size", "block", j, &rb.requested));
+      fields_get(&bf, b, bv);
+      GPUPLAN_TRY(value_u64(ctx, bv[BF_SIZE], "size", "block", j, &rb.size));
+      if (bv[BF_REQUESTED]) {
+        GPUPLAN_TRY(value_u64(ctx, bv[BF_REQUESTED], "requested_size", "block", j, &rb.requested));
       } else {
         /* Older files: the request is the first entry of the block's
          * history ({real_size, frames}), as _memory_viz._block_extra_legacy. */
-        const gpuplan__pv *h = gpuplan__pv_get(b, "history");
+        const gpuplan__pv *h = bv[BF_HISTORY];
         if (h && h->type == GPUPLAN__PV_LIST && h->u.seq.n)
           GPUPLAN_TRY(field_u64(ctx, h->u.seq.items[0], "real_size", "block history", j, &rb.requested));
       }
       rb.addr = at; /* blocks tile the segment in address order */
-      state = gpuplan__pv_str(gpuplan__pv_get(b, "state"));
-      rb.allocated = state && strcmp(state, "inactive") != 0;
+      bstate = gpuplan__pv_str(bv[BF_STATE]);
+      rb.allocated = bstate && strcmp(bstate, "inactive") != 0;
       if (rb.size == 0 || rb.addr + rb.size > r->addr + r->size || rb.addr + rb.size < rb.addr)
         return gpuplan__error(ctx, GPUPLAN_EINVAL,
                               "snapshot: segment %zu block %zu: sizes overrun the segment", i, j);
@@ -276,41 +374,64 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
 
   /* Trace events. */
   if (tr) {
+    fields ef;
+    /* the action strings seen, by pointer (as the keys) */
+    const gpuplan__pv *act_pv[16];
+    gpuplan_alloc_action act_of[16];
+    size_t nact = 0, k;
     s->ev = gpuplan__calloc(ctx, tr->u.seq.n ? tr->u.seq.n : 1, sizeof *s->ev);
     if (!s->ev) return gpuplan__nomem(ctx);
+    fields_init(&ef, event_fields);
     for (i = 0; i < tr->u.seq.n; i++) {
-      const gpuplan__pv *e = tr->u.seq.items[i];
+      const gpuplan__pv *e = tr->u.seq.items[i], *v[FIELDS_MAX], *act;
       gpuplan_alloc_event *o = &s->ev[s->nev];
-      const char *act;
       if (e->type != GPUPLAN__PV_DICT)
         return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: trace event %zu is not a dict", i);
-      act = gpuplan__pv_str(gpuplan__pv_get(e, "action"));
-      if (!act) return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: trace event %zu: no 'action'", i);
-      if (!action_of(act, &o->action)) continue; /* annotations and future actions */
-      if (o->action == GPUPLAN_ACT_OOM) {
-        if (gpuplan__pv_get(e, "device_free"))
-          GPUPLAN_TRY(field_u64(ctx, e, "device_free", "trace event", i, &o->device_free));
-      } else if (o->action != GPUPLAN_ACT_SNAPSHOT) {
-        GPUPLAN_TRY(field_u64(ctx, e, "addr", "trace event", i, &o->addr));
+      fields_get(&ef, e, v);
+      act = v[EF_ACTION];
+      for (k = 0; k < nact && act_pv[k] != act; k++) continue;
+      if (k < nact) {
+        o->action = act_of[k];
+      } else {
+        if (!gpuplan__pv_str(act)) return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: trace event %zu: no 'action'", i);
+        if (!action_of(gpuplan__pv_str(act), &o->action)) continue; /* annotations and future actions */
+        if (nact < sizeof act_pv / sizeof act_pv[0]) {
+          act_pv[nact] = act;
+          act_of[nact++] = o->action;
+        }
       }
-      GPUPLAN_TRY(field_u64(ctx, e, "size", "trace event", i, &o->size));
-      if (gpuplan__pv_get(e, "stream")) GPUPLAN_TRY(field_u64(ctx, e, "stream", "trace event", i, &o->stream));
+      if (o->action == GPUPLAN_ACT_OOM) {
+        if (v[EF_DEVICE_FREE])
+          GPUPLAN_TRY(value_u64(ctx, v[EF_DEVICE_FREE], "device_free", "trace event", i, &o->device_free));
+      } else if (o->action != GPUPLAN_ACT_SNAPSHOT) {
+        GPUPLAN_TRY(value_u64(ctx, v[EF_ADDR], "addr", "trace event", i, &o->addr));
+      }
+      GPUPLAN_TRY(value_u64(ctx, v[EF_SIZE], "size", "trace event", i, &o->size));
+      if (v[EF_STREAM]) GPUPLAN_TRY(value_u64(ctx, v[EF_STREAM], "stream", "trace event", i, &o->stream));
       s->nev++;
     }
   }
   return GPUPLAN_OK;
 }
 
+static void state_free(gpuplan_ctx *ctx, state *st);
+static int start_state(gpuplan_ctx *ctx, gpuplan_snapshot *s);
+
 void gpuplan_snapshot_free(gpuplan_snapshot *s) {
   gpuplan_ctx *ctx;
   if (!s) return;
   ctx = s->ctx;
+  state_free(ctx, &s->start);
   gpuplan__free(ctx, s->recorded_conf);
   segs_free(ctx, s->segs, s->nsegs);
   gpuplan__free(ctx, s->ev);
   gpuplan__free(ctx, s);
   gpuplan__ctx_unref(ctx);
 }
+
+/* What a replay never reads: the stack frames of every block and trace
+ * event, most of a snapshot's bytes (see gpuplan__pickle_load_skip). */
+static const char *const skipped_keys[] = {"frames", NULL};
 
 int gpuplan_snapshot_load_buffer(gpuplan_ctx *ctx, const void *buf, size_t len, int device,
                                  gpuplan_snapshot **out) {
@@ -322,7 +443,7 @@ int gpuplan_snapshot_load_buffer(gpuplan_ctx *ctx, const void *buf, size_t len, 
   if (!out || (!buf && len)) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "snapshot: NULL argument");
   *out = NULL;
   if (device < 0) return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: device must be >= 0");
-  rc = gpuplan__pickle_load(ctx, buf, len, &p, &root);
+  rc = gpuplan__pickle_load_skip(ctx, buf, len, NULL, skipped_keys, &p, &root);
   if (rc) {
     gpuplan__pickle_free(&p);
     return rc;
@@ -337,6 +458,7 @@ int gpuplan_snapshot_load_buffer(gpuplan_ctx *ctx, const void *buf, size_t len, 
   gpuplan__ctx_ref(ctx);
   rc = convert(ctx, root, device, p.values, s);
   gpuplan__pickle_free(&p);
+  if (rc == GPUPLAN_OK) rc = start_state(ctx, s);
   if (rc) {
     gpuplan_snapshot_free(s);
     return rc;
@@ -411,13 +533,6 @@ const gpuplan_alloc_conf *gpuplan_snapshot_conf(const gpuplan_snapshot *s) { ret
 const gpuplan__snapshot_facts *gpuplan__snapshot_facts_of(const gpuplan_snapshot *s) { return &s->facts; }
 
 /* --- rebuilding the start state (rules section 8) ------------------------- */
-
-/* The rebuilt state: segments (by pointer, so that inserting and erasing
- * in the sorted array moves 8 bytes a segment) in address order. */
-typedef struct state {
-  rseg **v;
-  size_t n, cap;
-} state;
 
 static void state_free(gpuplan_ctx *ctx, state *st) {
   size_t i;
@@ -834,6 +949,24 @@ static int rebuild(gpuplan_ctx *ctx, const gpuplan_snapshot *s, state *st, gpupl
   gpuplan__free(ctx, t.root);
   gpuplan__free(ctx, t.count);
   return rc ? rc : rc2;
+}
+
+/* At load: the state the trace starts from, for every replay that has not
+ * learnt block sizes (rebuilt as the replay would, with nothing learnt). */
+static int start_state(gpuplan_ctx *ctx, gpuplan_snapshot *s) {
+  gpuplan_replay_result r;
+  size_t i;
+  int rc;
+  for (i = 0; i < s->nev; i++)
+    if (s->ev[i].action == GPUPLAN_ACT_SEGMENT_MAP || s->ev[i].action == GPUPLAN_ACT_SEGMENT_UNMAP)
+      s->expandable_trace = 1;
+  memset(&r, 0, sizeof r);
+  r.diverged_at = SIZE_MAX;
+  rc = state_copy(ctx, s, &s->start);
+  if (rc == GPUPLAN_OK) rc = rebuild(ctx, s, &s->start, &r, NULL);
+  s->start_diverged = r.diverged_at;
+  memcpy(s->start_why, r.divergence, sizeof s->start_why);
+  return rc;
 }
 
 /* Install a state into a fresh allocator. */
@@ -1334,11 +1467,7 @@ out:
 
 /* The trace was recorded with expandable segments (R26-R30). */
 static int recorded_expandable(const gpuplan_snapshot *s) {
-  size_t i;
-  if (s->conf.expandable_segments) return 1;
-  for (i = 0; i < s->nev; i++)
-    if (s->ev[i].action == GPUPLAN_ACT_SEGMENT_MAP || s->ev[i].action == GPUPLAN_ACT_SEGMENT_UNMAP) return 1;
-  return 0;
+  return s->conf.expandable_segments || s->expandable_trace;
 }
 
 /* The ambiguous blocks of a rebuilt start: count, and whether one lies in
@@ -1491,7 +1620,8 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
   gpuplan_replay_options defaults = GPUPLAN_REPLAY_OPTIONS_INIT;
   const gpuplan_replay_options *o = options ? options : &defaults;
   gpuplan__replay_ext local;
-  state st;
+  state st;     /* a start rebuilt with learnt block sizes */
+  const state *cur = NULL;
   int rc;
   if (!ctx) return GPUPLAN_EMISUSE;
   if (!x) {
@@ -1521,11 +1651,23 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
     gpuplan__replay_ext scratch;
     gpuplan__replay_ext_init(&scratch);
     memset(&ov, 0, sizeof ov);
+    memset(&st, 0, sizeof st);
     for (;;) {
       int learnt;
-      memset(&st, 0, sizeof st);
-      rc = state_copy(ctx, s, &st);
-      if (rc == GPUPLAN_OK) rc = rebuild(ctx, s, &st, r, &ov);
+      if (ov.n == 0) {
+        /* Nothing learnt: the state rebuilt at load. */
+        cur = &s->start;
+        rc = GPUPLAN_OK;
+        if (s->start_diverged != SIZE_MAX) {
+          r->diverged_at = s->start_diverged;
+          memcpy(r->divergence, s->start_why, sizeof r->divergence);
+        }
+      } else {
+        state_free(ctx, &st);
+        rc = state_copy(ctx, s, &st);
+        if (rc == GPUPLAN_OK) rc = rebuild(ctx, s, &st, r, &ov);
+        cur = &st;
+      }
       if (rc == GPUPLAN_OK && r->diverged_at != SIZE_MAX) {
         /* The file contradicts itself; nothing to replay. */
         r->exact = 0;
@@ -1533,27 +1675,26 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
       }
       if (rc) break;
       /* The allocator was not empty when the trace began. */
-      r->rebuilt_start = st.n > 0 && s->nev > 0;
+      r->rebuilt_start = cur->n > 0 && s->nev > 0;
       if (learning) {
         int any;
-        learning = slack_blocks(&st, 0, 0, &any) > 0; /* nothing ambiguous: nothing to learn */
+        learning = slack_blocks(cur, 0, 0, &any) > 0; /* nothing ambiguous: nothing to learn */
       }
       if (learning) {
-        rc = run_exact(ctx, s, &st, &quiet, r, &scratch);
-        learnt = rc == GPUPLAN_OK && r->diverged_at != SIZE_MAX && learn(s, &st, r, &scratch, &ov);
+        rc = run_exact(ctx, s, cur, &quiet, r, &scratch);
+        learnt = rc == GPUPLAN_OK && r->diverged_at != SIZE_MAX && learn(s, cur, r, &scratch, &ov);
         if (!learnt) learning = 0; /* what there is to learn is learnt: now the what-if */
         gpuplan__replay_ext_dispose(ctx, &scratch);
         gpuplan__replay_ext_init(&scratch);
         if (rc) break;
       } else {
-        rc = whatif ? run_whatif(ctx, s, &st, o, r, x) : run_exact(ctx, s, &st, o, r, x);
-        if (rc || whatif || r->diverged_at == SIZE_MAX || !learn(s, &st, r, x, &ov)) break;
+        rc = whatif ? run_whatif(ctx, s, cur, o, r, x) : run_exact(ctx, s, cur, o, r, x);
+        if (rc || whatif || r->diverged_at == SIZE_MAX || !learn(s, cur, r, x, &ov)) break;
         /* A block's size learnt from the trace: rebuild and replay again. */
         gpuplan__replay_ext_dispose(ctx, x);
         x->nwarn = 0;
         x->div_model_addr = 0;
       }
-      state_free(ctx, &st);
       memset(r, 0, sizeof *r);
       r->diverged_at = SIZE_MAX;
       r->oom_event = SIZE_MAX;
@@ -1589,7 +1730,7 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
     }
     if (rc == GPUPLAN_OK && !whatif && r->diverged_at != SIZE_MAX && r->diverged_at < s->nev) {
       int in_seg;
-      size_t n = slack_blocks(&st, s->ev[r->diverged_at].action == GPUPLAN_ACT_ALLOC ? s->ev[r->diverged_at].addr : 0,
+      size_t n = slack_blocks(cur, s->ev[r->diverged_at].action == GPUPLAN_ACT_ALLOC ? s->ev[r->diverged_at].addr : 0,
                               x->div_model_addr, &in_seg);
       if (n && in_seg) {
         /* Not a divergence: the start state is one of several the file
@@ -1605,7 +1746,7 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
         r->diverged_at = SIZE_MAX;
         r->divergence[0] = 0;
         r->exact = 0;
-        rc = trace_figures(ctx, s, &st, r);
+        rc = trace_figures(ctx, s, cur, r);
       }
     }
   }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "gpuplan/mock.h"
+#include "plan/plan_int.h"
 
 #define MOCK_DRIVER_DEFAULT "535.161.08"
 
@@ -966,9 +967,14 @@ fail:
   return rc;
 }
 
-int gpuplan_mock_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
-                         const gpuplan_memory_options *options, const gpuplan_simulate_options *so_in,
-                         uint64_t other_bytes, gpuplan_simulate_result *out) {
+/* gpuplan_mock_simulate, and the job API's simulate with memory_summary()
+ * (sum, may be NULL): a mock GPU of gpu->memory_bytes with the memory
+ * outside PyTorch's allocator resident (the CUDA context and NCCL; the
+ * cuBLAS workspace is an allocation of the simulated cache,
+ * plan/program.c) and other processes charged. */
+int gpuplan__mock_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
+                           const gpuplan_memory_options *options, const gpuplan_simulate_options *so_in,
+                           uint64_t other_bytes, gpuplan_simulate_result *out, gpuplan__sim_summary *sum) {
   gpuplan_memory worst;
   gpuplan_simulate_options so;
   gpuplan_mock *mock = NULL;
@@ -977,23 +983,27 @@ int gpuplan_mock_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gp
   if (!ctx || !model || !gpu || !options || !so_in || !out)
     return gpuplan_seterror(ctx, GPUPLAN_EMISUSE, "simulate: NULL argument");
   if ((rc = gpuplan_memory_eval(ctx, model, gpu, options, GPUPLAN_STAGE_WORST, &worst))) return rc;
-  /* outside PyTorch's allocator: the context and NCCL; the cuBLAS workspace
-   * is an allocation of the simulated cache (plan/program.c) */
   resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes;
   if ((rc = gpuplan_mock_new(ctx, &mock))) return gpuplan_seterror(ctx, rc, "simulate: out of memory");
   rc = gpuplan_mock_add_device(mock, gpu->name, gpu->memory_bytes, resident, NULL);
   if (!rc && other_bytes) rc = gpuplan_mock_set_other_processes(mock, 0, other_bytes);
   if (rc) {
     gpuplan_mock_free(mock);
-    return gpuplan_seterror(ctx, rc, "other_procs: %llu bytes do not fit beside the %llu bytes of CUDA context, "
-                            "NCCL on %s", (unsigned long long)other_bytes, (unsigned long long)resident,
+    return gpuplan_seterror(ctx, rc, "other_procs: %llu bytes do not fit beside the %llu bytes of CUDA context "
+                            "and NCCL on %s", (unsigned long long)other_bytes, (unsigned long long)resident,
                             gpu->name);
   }
   so = *so_in;
   so.device = gpuplan_mock_device(mock, 0);
-  rc = gpuplan_simulate(ctx, model, gpu, options, &so, out);
+  rc = gpuplan__simulate_summary(ctx, model, gpu, options, &so, out, sum);
   gpuplan_mock_free(mock);
   if (rc) return rc;
   out->capacity = gpu->memory_bytes - resident - other_bytes;
   return GPUPLAN_OK;
+}
+
+int gpuplan_mock_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
+                         const gpuplan_memory_options *options, const gpuplan_simulate_options *so_in,
+                         uint64_t other_bytes, gpuplan_simulate_result *out) {
+  return gpuplan__mock_simulate(ctx, model, gpu, options, so_in, other_bytes, out, NULL);
 }

@@ -1,0 +1,75 @@
+#!/bin/sh
+# End-to-end checks of `gpuplan simulate` with the per-release allocator
+# rules (issue 14 item 2): --summary (torch.cuda.memory_summary() at the
+# end of the run), --torch, and the allocator settings from the
+# environment as the chosen release read them.  usage: test_cli_simulate.sh GPUPLAN TMPDIR
+gp=$1
+tmp=$2/cli_simulate   # its own directory: other CLI suites may run beside it
+mkdir -p "$tmp"
+fails=0
+pass=0
+
+check() {  # check DESCRIPTION EXPECTED_RC PATTERN -- command...
+  desc=$1 want=$2 pat=$3
+  shift 4
+  out=$("$@" 2>"$tmp/stderr")
+  rc=$?
+  err=$(cat "$tmp/stderr")
+  if [ "$rc" != "$want" ]; then
+    echo "FAIL $desc: exit $rc, wanted $want"; echo "$out" | head -5; echo "$err"
+    fails=$((fails + 1)); return
+  fi
+  if [ -n "$pat" ] && ! printf '%s\n%s\n' "$out" "$err" | grep -q -- "$pat"; then
+    echo "FAIL $desc: no '$pat' in output"; echo "$out" | head -20; echo "$err"
+    fails=$((fails + 1)); return
+  fi
+  pass=$((pass + 1))
+}
+nocheck() {  # nocheck DESCRIPTION PATTERN -- command...: PATTERN must not appear
+  desc=$1 pat=$2
+  shift 3
+  if "$@" 2>&1 | grep -q -- "$pat"; then
+    echo "FAIL $desc: '$pat' in output"; fails=$((fails + 1)); return
+  fi
+  pass=$((pass + 1))
+}
+
+unset PYTORCH_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF
+sim="simulate gpt-2 --gpu a100-40gb --steps 1"
+
+# --summary: memory_summary() of the simulated allocator, as replay --summary
+check "summary header" 0 "PyTorch CUDA memory summary, device ID 0" -- "$gp" $sim --summary
+check "summary title" 0 "^memory_summary() at the end of the run:$" -- "$gp" $sim --summary
+check "summary 2.x rows" 0 "^| Requested memory      |" -- "$gp" $sim --summary
+check "summary 1.13 layout" 0 "^| Allocated memory      | .* MB |" -- "$gp" $sim --summary --torch 1.13
+nocheck "summary 1.13 has no requested" "Requested memory" -- "$gp" $sim --summary --torch 1.13
+nocheck "summary abbreviated" "from large pool" -- "$gp" $sim --summary --abbreviated
+check "summary json" 0 '"summary": "|====' -- "$gp" $sim --summary --json
+nocheck "no summary unasked" "memory summary" -- "$gp" $sim
+check "torch in the report" 0 "(torch 2.4 rules, alloc conf ''" -- "$gp" $sim --torch 2.4
+check "torch in json" 0 '"rules": "main after 2.10"' -- "$gp" $sim --json
+
+# The environment: PYTORCH_ALLOC_CONF first, then PYTORCH_CUDA_ALLOC_CONF;
+# --alloc-conf wins; PYTORCH_ALLOC_CONF reaches the CUDA allocator from
+# 2.10 only (before, it was ignored: pytorch#183387).
+check "env new name" 0 "alloc conf 'expandable_segments:True' from PYTORCH_ALLOC_CONF" -- env PYTORCH_ALLOC_CONF=expandable_segments:True "$gp" $sim
+check "env new name 2.10" 0 '"alloc_conf_source": "PYTORCH_ALLOC_CONF"' -- env PYTORCH_ALLOC_CONF=expandable_segments:True "$gp" $sim --torch 2.10 --json
+check "env new name ignored by 2.9" 0 "warning: torch 2.9's CUDA allocator does not read PYTORCH_ALLOC_CONF" -- env PYTORCH_ALLOC_CONF=expandable_segments:True "$gp" $sim --torch 2.9
+check "env new name ignored: defaults" 0 '"alloc_conf_source": "defaults"' -- env PYTORCH_ALLOC_CONF=expandable_segments:True "$gp" $sim --torch 2.x --json
+check "env old name" 0 "from PYTORCH_CUDA_ALLOC_CONF" -- env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$gp" $sim --torch 2.1
+check "env new name first" 0 '"alloc_conf": "max_split_size_mb:64"' -- env PYTORCH_ALLOC_CONF=max_split_size_mb:64 PYTORCH_CUDA_ALLOC_CONF=garbage "$gp" $sim --json
+check "flag beats env" 0 '"alloc_conf_source": "option"' -- env PYTORCH_ALLOC_CONF=garbage "$gp" $sim --alloc-conf expandable_segments:True --json
+check "flag= beats env" 0 '"alloc_conf": "max_split_size_mb:64"' -- env PYTORCH_CUDA_ALLOC_CONF=garbage "$gp" $sim --alloc-conf=max_split_size_mb:64 --json
+check "empty env is unset" 0 '"alloc_conf_source": "defaults"' -- env PYTORCH_ALLOC_CONF= "$gp" $sim --json
+check "env garbage refused" 2 "alloc_conf (from PYTORCH_CUDA_ALLOC_CONF): alloc conf: expected key:value" -- env PYTORCH_CUDA_ALLOC_CONF=garbage "$gp" $sim
+
+# Keys and values by release, errors naming the key and the release
+check "expandable before 2.1" 2 "expandable_segments is not an option of torch 2.0: it came in 2.1" -- env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$gp" $sim --torch 2.0
+check "max_split 20 before 2.10" 2 "alloc_conf (--alloc-conf): alloc conf max_split_size_mb: must be more than 20" -- "$gp" $sim --torch 2.4 --alloc-conf max_split_size_mb:20
+check "max_split 20 in 2.10" 0 "alloc conf 'max_split_size_mb:20'" -- "$gp" $sim --torch 2.10 --alloc-conf max_split_size_mb:20
+check "unknown key, 2.9's words" 2 'Unrecognized CachingAllocator option: frob' -- "$gp" $sim --torch 2.9 --alloc-conf frob:1
+check "unknown key, 2.10's words" 2 "Unrecognized key 'frob' in CUDA allocator config." -- "$gp" $sim --torch 2.10 --alloc-conf frob:1
+check "bad torch" 2 "torch" -- "$gp" $sim --torch 3.0
+
+echo "$pass passed, $fails failed"
+[ "$fails" = 0 ]
