@@ -178,8 +178,14 @@ static void test_simulate__snapshot_export_round_trip(void **state) {
 
 /* The cuBLAS workspace is allocated by the caching allocator at the first
  * GEMM and kept (the real linear-grad.pickle shows a 33,554,432-byte
- * allocation from at::cuda::getNewWorkspace()): memory_allocated() counts
- * it, in a segment of its own; without it the peak is 32 MiB lower. */
+ * allocation from at::cuda::getNewWorkspace() on its sm 9.0 GPU):
+ * memory_allocated() counts it.  On an A100 (sm 8.0) the default is
+ * :4096:2:16:8 = 2 x 4 MiB + 8 x 16 KiB = 8,519,680 bytes per handle, and
+ * training has two handles (forward's thread and the autograd engine's),
+ * so the peak, reached in backward, is at most 17,039,360 bytes higher
+ * than without workspaces, and more than one workspace higher (the peak
+ * without them may come at another moment: here 512 KiB of activations
+ * earlier). */
 static void test_simulate__cublas_workspace_is_allocated(void **state) {
   fixture *f = *state;
   gpuplan_memory_options o = GPUPLAN_MEMORY_OPTIONS_INIT, none = GPUPLAN_MEMORY_OPTIONS_INIT;
@@ -189,8 +195,9 @@ static void test_simulate__cublas_workspace_is_allocated(void **state) {
   sim(f, "gpt-2", "a100-80gb", &o, &so, &with);
   sim(f, "gpt-2", "a100-80gb", &none, &so, &without);
   assert_false(with.oom);
-  assert_true(with.peak_allocated - without.peak_allocated == 32u << 20);
-  assert_true(with.peak_reserved - without.peak_reserved == 32u << 20);
+  assert_true(with.peak_allocated - without.peak_allocated <= 2 * 8519680u);
+  assert_true(with.peak_allocated - without.peak_allocated > 8519680u);
+  assert_true(with.peak_reserved >= without.peak_reserved);
   /* the allocator may use the same capacity either way: nothing outside it changed */
   assert_true(with.capacity == without.capacity);
 }

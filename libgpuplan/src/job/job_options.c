@@ -116,8 +116,9 @@ static const gpuplan_option_info opts[] = {
    "CUDA context", TRAINING | C_SERVE, 0, "fixed costs"},
   {"nccl", "nccl", GPUPLAN_OPT_BYTES, "MiB", 0, 1099511627776.0, NULL, "0 on one GPU, else an estimate",
    "NCCL communicator buffers", TRAINING, 0, "fixed costs"},
-  {"workspace", "workspace", GPUPLAN_OPT_BYTES, "MiB", 0, 1099511627776.0, NULL, "32 MiB",
-   "cuBLAS/cuBLASLt workspace", TRAINING, 0, "fixed costs"},
+  {"workspace", "workspace", GPUPLAN_OPT_BYTES, "MiB", 0, 1099511627776.0, NULL,
+   "PyTorch's: 8.125 MiB per cuBLAS handle (32 MiB on sm 9.x, 10.x, 12.x); training has 2",
+   "cuBLAS workspaces in all (allocated by the caching allocator at the first GEMM of each handle)", TRAINING, 0, "fixed costs"},
 
   /* plan */
   {"per_rank", "per-rank", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "false", "every pipeline stage, not only the worst",

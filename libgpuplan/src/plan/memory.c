@@ -1428,10 +1428,26 @@ static int eval_stage(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_gp
     put(&a, GPUPLAN_MEM_NCCL,
         o->nccl_bytes >= 0 ? (double)o->nccl_bytes : (gpus > 1 ? 256 * MiB : 0),
         o->nccl_bytes >= 0 ? "given" : "NCCL_BUFFSIZE 4 MiB x 2 (send, recv) x 32 channels (default estimate; override)");
+    /* One workspace per cuBLAS handle and stream, from the caching
+     * allocator at the handle's first GEMM (since 1.13, pytorch#83461);
+     * handles are per thread, and backward runs on the autograd engine's
+     * device thread: training keeps two.  Default size per handle
+     * (aten/src/ATen/cuda/CublasHandlePool.cpp parseChosenWorkspaceSize):
+     * 32 MiB (:4096:8) on compute capability 9.x, 10.x and 12.x, else
+     * :4096:2:16:8 = 8,519,680 bytes. */
+    int cc = gpuplan_gpu_cc(g), big = cc >= 90 && cc < 110 ? 1 : cc >= 120 && cc < 130;
+    double handles = o->workload == GPUPLAN_TRAIN ? 2 : 1;
     put(&a, GPUPLAN_MEM_WORKSPACE,
-        o->workspace_bytes >= 0 ? (double)o->workspace_bytes : 32 * MiB,
+        o->workspace_bytes >= 0 ? (double)o->workspace_bytes : handles * (big ? 32 * MiB : 8519680.0),
         o->workspace_bytes >= 0 ? "given"
-                                : "CUBLAS_WORKSPACE_CONFIG :4096:8 = 32 MiB (PyTorch default; inside its caching allocator since 2.0)");
+        : big ? (handles > 1 ? "cuBLAS workspaces, 2 x 32 MiB (CUBLAS_WORKSPACE_CONFIG :4096:8 on sm 9.x/10.x/12.x): "
+                               "forward's handle and the autograd thread's, from the caching allocator at each one's first GEMM"
+                             : "cuBLAS workspace, 32 MiB (CUBLAS_WORKSPACE_CONFIG :4096:8 on sm 9.x/10.x/12.x), from the "
+                               "caching allocator at the first GEMM")
+        : (handles > 1 ? "cuBLAS workspaces, 2 x 8.125 MiB (CUBLAS_WORKSPACE_CONFIG :4096:2:16:8): forward's handle and "
+                         "the autograd thread's, from the caching allocator at each one's first GEMM"
+                       : "cuBLAS workspace, 8.125 MiB (CUBLAS_WORKSPACE_CONFIG :4096:2:16:8), from the caching allocator "
+                         "at the first GEMM"));
   }
 
   if (a.overflow)

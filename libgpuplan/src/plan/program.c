@@ -64,7 +64,7 @@ typedef struct prog {
   tens w[MAXW];                  /* parameter tensors of one layer (relative sizes) */
   int nw;
   gpuplan_memory mem;            /* the analytic model's components for the same case */
-  uint64_t blas_ws;              /* the cuBLAS workspace, once the first GEMM ran */
+  uint64_t blas_ws[2];           /* the cuBLAS workspaces (forward's, backward's), once their first GEMM ran */
 } prog;
 
 /* Allocate one tensor; on OOM record where.  Returns the address or 0. */
@@ -122,10 +122,14 @@ static void put_all(prog *p, uint64_t *addrs, int n) {
  * the caching allocator, once per handle and stream, and stays allocated
  * (the real snapshots show a 32 MiB allocation from getNewWorkspace() /
  * getCurrentCUDABlasHandle() at the first matmul).  So it counts in
- * memory_allocated(), not outside the allocator. */
-static void blas_workspace(prog *p) {
-  if (!p->blas_ws && !p->oom && p->mem.item[GPUPLAN_MEM_WORKSPACE].bytes)
-    p->blas_ws = get(p, (double)p->mem.item[GPUPLAN_MEM_WORKSPACE].bytes, "cuBLAS workspace (getNewWorkspace)");
+ * memory_allocated(), not outside the allocator.  Backward's GEMMs run on
+ * the autograd engine's thread, whose handle gets a workspace of its own. */
+static void blas_workspace(prog *p, int backward) {
+  double total = (double)p->mem.item[GPUPLAN_MEM_WORKSPACE].bytes;
+  int handles = p->o->workload == GPUPLAN_TRAIN ? 2 : 1; /* memory.c: forward's and the autograd thread's */
+  if (p->blas_ws[backward] || p->oom || !(total > 0) || backward >= handles) return;
+  p->blas_ws[backward] = get(p, total / handles, backward ? "cuBLAS workspace of the autograd thread (getNewWorkspace)"
+                                                          : "cuBLAS workspace (getNewWorkspace)");
 }
 
 /* Parameter tensors of one layer, from the model (relative sizes). */
@@ -368,7 +372,7 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
           const layer_prog *lp = &p.lp[layer_kind(&p, li)];
           p.layer = li;
           if (zero3) g = get(&p, p.mem.item[GPUPLAN_MEM_GATHER].bytes / 2.0, "gathered layer parameters");
-          blas_workspace(&p);
+          blas_workspace(&p, 0);
           forward_layer(&p, lp->keep, lp->nkeep, A + li * GPUPLAN__MAX_ACTS);
           put(&p, g);
         }
@@ -417,6 +421,7 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
           int nrec = 0, j;
           p.layer = li;
           if (zero3) g = get(&p, p.mem.item[GPUPLAN_MEM_GATHER].bytes / 2.0, "gathered layer parameters");
+          blas_workspace(&p, 1);
           if (o->recompute == GPUPLAN_RECOMPUTE_FULL)
             for (j = 0; j < lp->nfull; j++)
               if (lp->full[j].kind == GPUPLAN__KEEP) rec[nrec++] = get(&p, lp->full[j].per_token * p.tok, lp->full[j].name);
@@ -567,7 +572,7 @@ static int module_program(prog *p, const gpuplan_simulate_options *sim, gpuplan_
       for (i = 0; i < CHUNKS && graph; i++) act[i] = get(p, md->act_bytes * b2 / CHUNKS, "saved activations");
       tmp = get(p, md->fwd_extra_bytes * b2, "forward temporaries");
       put(p, tmp);
-      blas_workspace(p); /* by the module's first matmul (a classifier's head at the latest) */
+      blas_workspace(p, 0); /* by the module's first matmul (a classifier's head at the latest) */
       tmp = get(p, md->out_bytes * b2, "outputs");
       if (!use_prev) {
         put(p, tmp);
@@ -590,11 +595,12 @@ static int module_program(prog *p, const gpuplan_simulate_options *sim, gpuplan_
     for (i = 0; i < CHUNKS; i++) act[i] = get(p, md->act_bytes * b / CHUNKS, "saved activations");
     tmp = get(p, md->fwd_extra_bytes * b, "forward temporaries");
     put(p, tmp);
-    blas_workspace(p);
+    blas_workspace(p, 0);
     tmp = get(p, md->out_bytes * b, "outputs and loss");
     put(p, prev);
     prev = 0;
     p->phase = "backward";
+    blas_workspace(p, 1);
     {
       uint64_t bw = get(p, md->bwd_extra_bytes * b, "activation gradients");
       if (!grads)
