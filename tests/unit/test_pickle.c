@@ -565,7 +565,23 @@ static int same_key(const gpuplan__pv *a, const gpuplan__pv *b) {
   }
 }
 
-static void render(text *t, const gpuplan__pv *v) {
+/* The keys a snapshot load skips (replay.c), and whether k is one of them. */
+static const char *const snapshot_skip[] = {"frames", "time_us", "compile_context", "user_metadata",
+                                             "allocated_size", "active_size", "segment_pool_id", NULL};
+
+static int skipped_key(const char *const *skip, const gpuplan__pv *k) {
+  for (; skip && *skip; skip++)
+    if (k->type == GPUPLAN__PV_STR && k->u.str.len == strlen(*skip) && memcmp(k->u.str.s, *skip, k->u.str.len) == 0)
+      return 1;
+  return 0;
+}
+
+static void render_ex(text *t, const gpuplan__pv *v, const char *const *skip);
+
+static void render(text *t, const gpuplan__pv *v) { render_ex(t, v, NULL); }
+
+/* render, leaving out the pairs of dicts whose key is in skip. */
+static void render_ex(text *t, const gpuplan__pv *v, const char *const *skip) {
   char num[64];
   size_t i, j;
   switch (v->type) {
@@ -586,7 +602,7 @@ static void render(text *t, const gpuplan__pv *v) {
     puts_(t, v->type == GPUPLAN__PV_LIST ? "[" : "(");
     for (i = 0; i < v->u.seq.n; i++) {
       if (i) puts_(t, ", ");
-      render(t, v->u.seq.items[i]);
+      render_ex(t, v->u.seq.items[i], skip);
     }
     puts_(t, v->type == GPUPLAN__PV_LIST ? "]" : ")");
     break;
@@ -598,15 +614,16 @@ static void render(text *t, const gpuplan__pv *v) {
     for (i = 0; i < v->u.dict.n; i++) {
       size_t last = i;
       int dup = 0;
+      if (skipped_key(skip, v->u.dict.keys[i])) continue;
       for (j = 0; j < i && !dup; j++) dup = same_key(v->u.dict.keys[j], v->u.dict.keys[i]);
       if (dup) continue;
       for (j = i + 1; j < v->u.dict.n; j++)
         if (same_key(v->u.dict.keys[j], v->u.dict.keys[i])) last = j;
       if (!first) puts_(t, ", ");
       first = 0;
-      render(t, v->u.dict.keys[i]);
+      render_ex(t, v->u.dict.keys[i], skip);
       puts_(t, ": ");
-      render(t, v->u.dict.vals[last]);
+      render_ex(t, v->u.dict.vals[last], skip);
     }
     puts_(t, "}");
     break;
@@ -631,6 +648,19 @@ static void load(loaded *L, const void *data, size_t len, const gpuplan__pickle_
   L->ctx = counting_ctx(&L->c);
   L->root = (const gpuplan__pv *)&L->c; /* must be reset */
   L->rc = gpuplan__pickle_load_ex(L->ctx, data, len, lim, &L->p, &L->root);
+  if (L->rc == GPUPLAN_OK) {
+    assert_non_null(L->root);
+  } else {
+    assert_null(L->root);
+  }
+}
+
+/* load, skipping the keys in skip. */
+static void load_skip(loaded *L, const void *data, size_t len, const char *const *skip) {
+  counting_init(&L->c);
+  L->ctx = counting_ctx(&L->c);
+  L->root = (const gpuplan__pv *)&L->c; /* must be reset */
+  L->rc = gpuplan__pickle_load_skip(L->ctx, data, len, NULL, skip, &L->p, &L->root);
   if (L->rc == GPUPLAN_OK) {
     assert_non_null(L->root);
   } else {
@@ -1215,9 +1245,205 @@ static void test_pickle__misuse_and_free(void **state) {
   assert_int_equal(L.c.bytes, 0);
 }
 
+/* --- skipping keys ------------------------------------------------------------ */
+
+/* Load data both ways: the same result without the skipped pairs, the same
+ * values count, or the same error.  Returns whether the skipping load had
+ * to load again (p.reparsed). */
+static int same_with_skip(const void *data, size_t len, const char *const *skip, const char *name) {
+  loaded A, B;
+  int reparsed;
+  load(&A, data, len, NULL);
+  load_skip(&B, data, len, skip);
+#define SHAPE_ERROR(L) \
+  ((L).rc == GPUPLAN_EINVAL && (strstr(gpuplan_errmsg((L).ctx), "contains itself") || \
+                                strstr(gpuplan_errmsg((L).ctx), "nested deeper")))
+  if (SHAPE_ERROR(A) && (B.rc == GPUPLAN_OK || SHAPE_ERROR(B))) {
+    /* A value left out is not part of the result: a cycle or depth through
+     * it is not checked (pickle.h). */
+    unload(&A);
+    unload(&B);
+    return 0;
+  }
+  if (A.rc != B.rc || (A.rc && strcmp(gpuplan_errmsg(A.ctx), gpuplan_errmsg(B.ctx)) != 0))
+    fail_msg("%s: plain load %s \"%s\", skipping load %s \"%s\"", name, gpuplan_errname(A.rc),
+             gpuplan_errmsg(A.ctx), gpuplan_errname(B.rc), gpuplan_errmsg(B.ctx));
+  if (A.rc == GPUPLAN_OK) {
+    text ta = {NULL, 0, 0}, tb = {NULL, 0, 0};
+    render_ex(&ta, A.root, skip);
+    render(&tb, B.root);
+    if (strcmp(ta.p, tb.p) != 0) fail_msg("%s:\n plain    %.300s\n skipping %.300s", name, ta.p, tb.p);
+    assert_int_equal(A.p.values, B.p.values);
+    assert_int_equal(A.p.protocol, B.p.protocol);
+    assert_int_equal(A.p.skipped, 0);
+    free(ta.p);
+    free(tb.p);
+  }
+  reparsed = B.p.reparsed;
+  unload(&A);
+  unload(&B);
+  return reparsed;
+}
+
+static void test_pickle__skip_matches_plain_load(void **state) {
+  static const char *const keys[] = {"k", "a", "frames", NULL};
+  static const char *const files[] = {"linear-grad.pickle",          "linear-no-grad.pickle",
+                                      "cs336-small-forward.pickle",  "cs336-ctx128-forward.pickle",
+                                      "cs336-ctx256-forward.pickle", "cs336-2.7b-forward.pickle",
+                                      "cs336-newest-format.pickle"};
+  char dir[1024];
+  size_t i, len;
+  (void)state;
+  for (i = 0; i < NCASES; i++) {
+    (void)same_with_skip(good_cases[i].data, good_cases[i].len, keys, good_cases[i].name);
+    (void)same_with_skip(good_cases[i].data, good_cases[i].len, snapshot_skip, good_cases[i].name);
+  }
+  if (!traces_dir(dir, sizeof dir)) fail_msg("GPUPLAN_TRACES and GPUPLAN_SOURCE_DIR unset");
+  for (i = 0; i < sizeof files / sizeof files[0]; i++) {
+    loaded L;
+    char *buf = read_file(dir, files[i], &len);
+    if (!buf) fail_msg("missing %s/%s", dir, files[i]);
+    /* Real snapshots skip without loading twice. */
+    if (same_with_skip(buf, len, snapshot_skip, files[i])) fail_msg("%s: loaded twice", files[i]);
+    load_skip(&L, buf, len, snapshot_skip);
+    assert_int_equal(L.rc, GPUPLAN_OK);
+    assert_true(L.p.skipped > 0);
+    assert_null(gpuplan__pv_get(gpuplan__pv_get(L.root, "device_traces")->u.seq.items[0]->u.seq.items[0], "frames"));
+    unload(&L);
+    free(buf);
+  }
+}
+
+#define CHANGES_REAL "\x80\x04}\x94(\x8c\x01" "a\x94]\x94(K\x01" "e\x8c\x06" "frames\x94h\x02(K\x09" "eu."
+#define NESTED_KEYS "\x80\x04}\x94(\x8c\x06" "frames}(\x8c\x06" "framesK\x01uu."
+
+/* Hand-made and pickle.dumps() shapes around the skipped values. */
+static void test_pickle__skip_shapes(void **state) {
+  static const struct {
+    const char *name;
+    size_t len;
+    const char *data;
+    const char *expect;
+    int reparsed;
+  } cases[] = {
+    /* {'frames': L, 'x': L, 'n': 5}: the list is wanted outside */
+    {"shared_list", 47,
+     "\x80\x04\x95\x24\x00\x00\x00\x00\x00\x00\x00\x7d\x94\x28\x8c\x06\x66\x72\x61\x6d\x65\x73"
+     "\x94\x5d\x94\x28\x4b\x01\x4b\x02\x4b\x03\x65\x8c\x01\x78\x94\x68\x02\x8c\x01\x6e\x94\x4b"
+     "\x05\x75\x2e",
+     "{s\"x\": [1, 2, 3], s\"n\": 5}", 1},
+    /* {'frames': [{'name': s}], 'conf': s}: a string first read in a skipped value */
+    {"shared_str", 63,
+     "\x80\x04\x95\x34\x00\x00\x00\x00\x00\x00\x00\x7d\x94\x28\x8c\x06\x66\x72\x61\x6d\x65\x73"
+     "\x94\x5d\x94\x7d\x94\x8c\x04\x6e\x61\x6d\x65\x94\x8c\x0d\x73\x68\x61\x72\x65\x64\x2d\x73"
+     "\x74\x72\x69\x6e\x67\x94\x73\x61\x8c\x04\x63\x6f\x6e\x66\x94\x68\x05\x75\x2e",
+     "{s\"conf\": s\"shared-string\"}", 0},
+    /* {'a': 'frames', 'b': ['frames', 1], 'frames': 7}: only the key is skipped */
+    {"not_a_key", 45,
+     "\x80\x04\x95\x22\x00\x00\x00\x00\x00\x00\x00\x7d\x94\x28\x8c\x01\x61\x94\x8c\x06\x66\x72"
+     "\x61\x6d\x65\x73\x94\x8c\x01\x62\x94\x5d\x94\x28\x68\x02\x4b\x01\x65\x68\x02\x4b\x07\x75"
+     "\x2e",
+     "{s\"a\": s\"frames\", s\"b\": [s\"frames\", 1]}", 0},
+    /* protocol 2: [{'frames': [1]}, {'k': 1, 'frames': (1, 2)}] (SETITEM, TUPLE2) */
+    {"p2_single", 55,
+     "\x80\x02\x5d\x71\x00\x28\x7d\x71\x01\x58\x06\x00\x00\x00\x66\x72\x61\x6d\x65\x73\x71\x02"
+     "\x5d\x71\x03\x4b\x01\x61\x73\x7d\x71\x04\x28\x58\x01\x00\x00\x00\x6b\x71\x05\x4b\x01\x68"
+     "\x02\x4b\x01\x4b\x02\x86\x71\x06\x75\x65\x2e",
+     "[{}, {s\"k\": 1}]", 0},
+    /* {'a': L, 'frames': L after L.append(9)}: a skipped value changes a real one */
+    {"changes_real", sizeof CHANGES_REAL - 1, CHANGES_REAL,
+     "{s\"a\": [1, 9]}", 1},
+    /* the value of a skipped key is itself a key to skip */
+    {"nested_keys", sizeof NESTED_KEYS - 1, NESTED_KEYS,
+     "{}", 0},
+  };
+  size_t i;
+  (void)state;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    loaded L;
+    char *got;
+    int reparsed = same_with_skip(cases[i].data, cases[i].len, snapshot_skip, cases[i].name);
+    load_skip(&L, cases[i].data, cases[i].len, snapshot_skip);
+    if (L.rc) fail_msg("%s: %s", cases[i].name, gpuplan_errmsg(L.ctx));
+    got = render_root(L.root);
+    if (strcmp(got, cases[i].expect) != 0) fail_msg("%s: got %s, expect %s", cases[i].name, got, cases[i].expect);
+    if (reparsed != cases[i].reparsed)
+      fail_msg("%s: reparsed %d, expected %d", cases[i].name, reparsed, cases[i].reparsed);
+    free(got);
+    unload(&L);
+  }
+}
+
+/* Errors inside skipped values: the plain load's, at the same offsets. */
+static void test_pickle__skip_errors_match_plain_load(void **state) {
+  /* {'segments': [], 'device_traces': [[events with shared frames]]} */
+  static const char events[] =
+      "\x80\x04\x95\x1e\x01\x00\x00\x00\x00\x00\x00\x7d\x94\x28\x8c\x08\x73\x65\x67\x6d\x65\x6e\x74"
+      "\x73\x94\x5d\x94\x8c\x0d\x64\x65\x76\x69\x63\x65\x5f\x74\x72\x61\x63\x65\x73\x94\x5d\x94\x5d"
+      "\x94\x28\x7d\x94\x28\x8c\x06\x61\x63\x74\x69\x6f\x6e\x94\x8c\x05\x61\x6c\x6c\x6f\x63\x94\x8c"
+      "\x04\x61\x64\x64\x72\x94\x4b\x64\x8c\x04\x73\x69\x7a\x65\x94\x4d\x00\x02\x8c\x06\x66\x72\x61"
+      "\x6d\x65\x73\x94\x5d\x94\x7d\x94\x28\x8c\x08\x66\x69\x6c\x65\x6e\x61\x6d\x65\x94\x8c\x04\x62"
+      "\x2e\x70\x79\x94\x8c\x04\x6c\x69\x6e\x65\x94\x4b\x04\x8c\x04\x6e\x61\x6d\x65\x94\x8c\x01\x67"
+      "\x94\x75\x61\x8c\x07\x74\x69\x6d\x65\x5f\x75\x73\x94\x4b\x00\x75\x7d\x94\x28\x68\x07\x68\x08"
+      "\x68\x09\x4b\x65\x68\x0a\x4d\x00\x02\x68\x0b\x5d\x94\x28\x7d\x94\x28\x68\x0e\x8c\x04\x61\x2e"
+      "\x70\x79\x94\x68\x10\x4b\x03\x68\x11\x8c\x01\x66\x94\x75\x68\x0d\x65\x68\x13\x4b\x01\x75\x7d"
+      "\x94\x28\x68\x07\x68\x08\x68\x09\x4b\x66\x68\x0a\x4d\x00\x02\x68\x0b\x5d\x94\x68\x0d\x61\x68"
+      "\x13\x4b\x02\x75\x7d\x94\x28\x68\x07\x68\x08\x68\x09\x4b\x67\x68\x0a\x4d\x00\x02\x68\x0b\x5d"
+      "\x94\x28\x68\x16\x68\x0d\x65\x68\x13\x4b\x03\x75\x7d\x94\x28\x68\x07\x68\x08\x68\x09\x4b\x68"
+      "\x68\x0a\x4d\x00\x02\x68\x0b\x5d\x94\x68\x0d\x61\x68\x13\x4b\x04\x75\x65\x61\x75\x2e";
+#define BAD(name, data, what) {name, sizeof data - 1, data, what}
+  static const struct {
+    const char *name;
+    size_t len;
+    const char *data;
+    const char *what;
+  } bad[] = {
+    BAD("global_in_frames", "\x80\x04}\x94(\x8c\x06" "frames](cos\nsystem\neu.", "offset 15: opcode GLOBAL (0x63) imports code"),
+    BAD("reduce_in_frames", "\x80\x04}(\x8c\x06" "frames](NNReu.", "offset 16: opcode REDUCE (0x52) calls code"),
+    BAD("unknown_memo_in_frames", "\x80\x04}(\x8c\x06" "frames](h\x07h\x08" "eu.", "offset 14: memo key 7 not found"),
+    BAD("appends_onto_dict", "\x80\x04}(\x8c\x06" "frames}(K\x01" "eu.", "APPENDS onto a value that is not a list"),
+    BAD("odd_setitems", "\x80\x04}(\x8c\x06" "frames}(K\x01K\x02K\x03uu.", "odd number of items for SETITEMS"),
+    BAD("bad_long_in_frames", "\x80\x04}(\x8c\x06" "frames]\x8a\x09\x01\x02\x03\x04\x05\x06\x07\x08\x09" "au.",
+        "LONG1: integer too large (9 bytes)"),
+    BAD("stop_in_frames", "\x80\x04}(\x8c\x06" "frames].", "STOP with an open MARK"),
+    BAD("truncated_in_frames", "\x80\x04}(\x8c\x06" "frames](h", "truncated in BINGET"),
+  };
+#undef BAD
+  size_t i, n = sizeof events - 1;
+  (void)state;
+  assert_int_equal(same_with_skip(events, n, snapshot_skip, "events"), 0);
+  /* Every truncation, and every byte changed in turn (a few values each). */
+  for (i = 0; i < n; i++) {
+    char name[64], *copy;
+    static const unsigned char vals[] = {0x00, 0x28, 0x65, 0x68, 0x75, 0x94, 0xff};
+    size_t k;
+    snprintf(name, sizeof name, "events cut at %zu", i);
+    (void)same_with_skip(events, i, snapshot_skip, name);
+    copy = malloc(n);
+    assert_non_null(copy);
+    for (k = 0; k < sizeof vals; k++) {
+      memcpy(copy, events, n);
+      copy[i] = (char)vals[k];
+      snprintf(name, sizeof name, "events byte %zu = 0x%02x", i, vals[k]);
+      (void)same_with_skip(copy, n, snapshot_skip, name);
+    }
+    free(copy);
+  }
+  for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    loaded L;
+    (void)same_with_skip(bad[i].data, bad[i].len, snapshot_skip, bad[i].name);
+    load_skip(&L, bad[i].data, bad[i].len, snapshot_skip);
+    if (L.rc != GPUPLAN_EINVAL || strncmp(gpuplan_errmsg(L.ctx), "pickle: offset ", 15) != 0 ||
+        !strstr(gpuplan_errmsg(L.ctx), bad[i].what))
+      fail_msg("%s: %s \"%s\", expected \"%s\"", bad[i].name, gpuplan_errname(L.rc), gpuplan_errmsg(L.ctx),
+               bad[i].what);
+    unload(&L);
+  }
+}
+
 /* --- out of memory ----------------------------------------------------------- */
 
-static void oom_sweep(const void *data, size_t len, int persistent) {
+static void oom_sweep_ex(const void *data, size_t len, int persistent, const char *const *skip) {
   long long n;
   for (n = 0;; n++) {
     loaded L;
@@ -1226,7 +1452,7 @@ static void oom_sweep(const void *data, size_t len, int persistent) {
     L.c.calls = 0;
     L.c.fail_at = n;
     L.c.persistent = persistent;
-    L.rc = gpuplan__pickle_load(L.ctx, data, len, &L.p, &L.root);
+    L.rc = gpuplan__pickle_load_skip(L.ctx, data, len, NULL, skip, &L.p, &L.root);
     L.c.fail_at = -1;
     if (L.rc != GPUPLAN_OK && L.rc != GPUPLAN_ENOMEM)
       fail_msg("N=%lld: rc=%s %s", n, gpuplan_errname(L.rc), gpuplan_errmsg(L.ctx));
@@ -1236,7 +1462,7 @@ static void oom_sweep(const void *data, size_t len, int persistent) {
       assert_string_equal(gpuplan_errmsg(L.ctx), "out of memory");
       /* The context is still usable. */
       gpuplan__pickle_free(&L.p);
-      assert_int_equal(gpuplan__pickle_load(L.ctx, data, len, &L.p, &L.root), GPUPLAN_OK);
+      assert_int_equal(gpuplan__pickle_load_skip(L.ctx, data, len, NULL, skip, &L.p, &L.root), GPUPLAN_OK);
     }
     unload(&L);
     if (L.c.failures == 0) {
@@ -1245,6 +1471,11 @@ static void oom_sweep(const void *data, size_t len, int persistent) {
     }
   }
   assert_true(n > 0);
+}
+
+static void oom_sweep(const void *data, size_t len, int persistent) {
+  oom_sweep_ex(data, len, persistent, NULL);
+  oom_sweep_ex(data, len, persistent, snapshot_skip);
 }
 
 static void test_pickle__oom_sweep(void **state) {
@@ -1285,6 +1516,9 @@ int main(void) {
     cmocka_unit_test(test_pickle__deep_nesting_hits_the_limit),
     cmocka_unit_test(test_pickle__limits),
     cmocka_unit_test(test_pickle__misuse_and_free),
+    cmocka_unit_test(test_pickle__skip_matches_plain_load),
+    cmocka_unit_test(test_pickle__skip_shapes),
+    cmocka_unit_test(test_pickle__skip_errors_match_plain_load),
     cmocka_unit_test(test_pickle__oom_sweep),
   };
   return cmocka_run_group_tests_name("pickle", tests, NULL, NULL);

@@ -25,12 +25,19 @@ typedef struct gpuplan_snapshot gpuplan_snapshot;
 
 /**
  * Load a snapshot pickle from a file.
+ *
+ * Only what a replay reads is kept: the stack frames of blocks and trace
+ * entries ("frames", most of a file's bytes), their times and compile
+ * contexts are read through, opcode by opcode with the same refusals, but
+ * not built, so that a cycle or a nesting limit inside them is not an
+ * error.  The state the trace starts from is rebuilt here, once for every
+ * replay of the snapshot.
  * @param device  which device's trace and segments to use (usually 0).
  * @param[out] out  freed with gpuplan_snapshot_free().
  * @return GPUPLAN_OK; GPUPLAN_ENOTFOUND / GPUPLAN_EIO (file); GPUPLAN_EINVAL
  *         (not a pickle, a hostile pickle, or not a memory snapshot: the
  *         message names the offset, opcode or field); GPUPLAN_ENOMEM.
- * @errors any  @threads ctx  @since 0.1.0
+ * @errors any  @threads ctx  @since 0.1.0 (frames skipped, start state rebuilt at load since 0.2.0)
  */
 GPUPLAN_API int gpuplan_snapshot_load(gpuplan_ctx *ctx, const char *path, int device,
                                       gpuplan_snapshot **out);

@@ -45,6 +45,18 @@ uint64_t gpuplan__alloc_mock_reserved(const gpuplan_cachealloc *a);
 int gpuplan__alloc_layout(gpuplan_cachealloc *a, gpuplan_segment_info **segs, gpuplan_block_info **blocks,
                           size_t *n);
 
+/* The segments one by one, without allocating (gpuplan__alloc_layout
+ * sorts a copy): it zeroed to start; 1 and the next segment in no
+ * particular order (expandable: it reserves address space, see
+ * gpuplan__alloc_layout for its views), or 0 after the last.  Then its
+ * blocks in address order, 1 for each and 0 after its last. */
+typedef struct gpuplan__layout_it {
+  const void *seg, *blk;
+} gpuplan__layout_it;
+int gpuplan__alloc_next_segment(const gpuplan_cachealloc *a, gpuplan__layout_it *it, uint64_t *addr,
+                                uint64_t *size, int *expandable);
+int gpuplan__alloc_next_block(gpuplan__layout_it *it, uint64_t *addr, uint64_t *size, int *allocated);
+
 /* The context an allocator was made on. */
 gpuplan_ctx *gpuplan__alloc_ctx(const gpuplan_cachealloc *a);
 

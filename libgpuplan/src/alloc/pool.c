@@ -95,7 +95,7 @@ static size_t hslot(uint64_t addr, size_t cap) {
 
 int gpuplan__hash_put(gpuplan_cachealloc *a, gpuplan__blk *b) {
   if (a->hcount * 2 >= a->hcap) {
-    size_t ncap = a->hcap ? a->hcap * 2 : 1024, i;
+    size_t ncap = a->hcap ? a->hcap * 2 : 64, i;
     gpuplan__blk **nh = gpuplan__calloc(a->ctx, ncap, sizeof *nh);
     if (!nh) return gpuplan__nomem(a->ctx);
     for (i = 0; i < a->hcap; i++) {
@@ -252,6 +252,30 @@ gpuplan__blk *gpuplan__split_block(gpuplan_cachealloc *a, gpuplan__blk *b, uint6
   b->next = r;
   b->size = off;
   return r;
+}
+
+/* --- walking the layout ------------------------------------------------------ */
+
+int gpuplan__alloc_next_segment(const gpuplan_cachealloc *a, gpuplan__layout_it *it, uint64_t *addr,
+                                uint64_t *size, int *expandable) {
+  const gpuplan__seg *s = it->seg ? ((const gpuplan__seg *)it->seg)->snext : a->segs;
+  it->seg = s;
+  it->blk = s ? s->first : NULL;
+  if (!s) return 0;
+  *addr = s->addr;
+  *size = s->size;
+  *expandable = s->expandable;
+  return 1;
+}
+
+int gpuplan__alloc_next_block(gpuplan__layout_it *it, uint64_t *addr, uint64_t *size, int *allocated) {
+  const gpuplan__blk *b = it->blk;
+  if (!b) return 0;
+  *addr = b->addr;
+  *size = b->size;
+  *allocated = b->allocated;
+  it->blk = b->next;
+  return 1;
 }
 
 /* --- installing a state (a replay's start) ------------------------------------ */

@@ -100,7 +100,13 @@ static const char *refusal(int op) {
 
 /* --- the machine ---------------------------------------------------------- */
 
+/* Recent integers (a snapshot's sizes, addresses and streams recur): up to
+ * INT_CACHE, a slot per 128 bytes of input. */
 #define INT_CACHE 1024
+typedef struct int_seen {
+  gpuplan__pv *v;
+  int64_t i;
+} int_seen;
 
 /* Runs of memo references the skip machine read: where, how many bytes
  * and opcodes. */
@@ -135,8 +141,9 @@ typedef struct loader {
   int dirty;          /* heights are stale: check_shape must run */
   uint32_t maxd;      /* lim.max_depth, clamped */
   uint64_t *mbits;    /* bit i: memo[i] is set */
-  gpuplan__pv *ints[INT_CACHE]; /* recent integers: a value read again is shared */
-  int64_t ival[INT_CACHE];
+  int_seen *ints;     /* nints (a power of two), made at the first integer */
+  size_t nints;
+  int ints_failed;    /* out of memory for them: go without */
   run_seen *runs;     /* nruns (RUN_WAYS per bucket), made at the first use */
   unsigned char *run_next; /* per bucket: the way replaced next */
   size_t nruns;
@@ -381,13 +388,23 @@ static int adopt(loader *l, gpuplan__pv *c, gpuplan__pv *const *items, size_t n)
 }
 
 HOT int push_int(loader *l, int64_t i) {
-  size_t h = (size_t)(((uint64_t)i * 0x9E3779B97F4A7C15ull) >> 54) & (INT_CACHE - 1);
-  gpuplan__pv *v = l->ints[h];
-  if (!v || l->ival[h] != i) {
-    if (!(v = newv(l, GPUPLAN__PV_INT, 0))) return nomem(l);
-    v->u.i = i;
-    l->ints[h] = v;
-    l->ival[h] = i;
+  int_seen *c = NULL;
+  gpuplan__pv *v;
+  if (!l->ints && !l->ints_failed) {
+    size_t n = 64;
+    while (n < INT_CACHE && n * 128 < l->len) n *= 2;
+    if ((l->ints = gpuplan__calloc(l->ctx, n, sizeof *l->ints))) l->nints = n;
+    else l->ints_failed = 1; /* only costs memory */
+  }
+  if (l->ints) {
+    c = &l->ints[(size_t)(((uint64_t)i * 0x9E3779B97F4A7C15ull) >> 40) & (l->nints - 1)];
+    if (c->v && c->i == i) return push(l, c->v);
+  }
+  if (!(v = newv(l, GPUPLAN__PV_INT, 0))) return nomem(l);
+  v->u.i = i;
+  if (c) {
+    c->v = v;
+    c->i = i;
   }
   return push(l, v);
 }
@@ -1494,6 +1511,99 @@ static int step(loader *l, int *stop) {
   }
 }
 
+/* The opcodes of a torch snapshot's dicts and lists as step() runs them,
+ * with less around each: runs them until one it does not take (or one that
+ * might not fit the input), which step() then runs. */
+static int run_fast(loader *l) {
+  const unsigned char *const buf = l->buf;
+  const size_t len = l->len;
+  gpuplan__pv *v;
+  for (;;) {
+    size_t pos = l->pos, n;
+    if (len - pos < 16) return 0;
+    l->at = pos;
+    l->op = buf[pos];
+    switch (buf[pos]) {
+    case OP_BINGET:
+      l->pos = pos + 2;
+      TRY(memo_get(l, buf[pos + 1]));
+      break;
+    case OP_LONG_BINGET:
+      l->pos = pos + 5;
+      TRY(memo_get(l, le32(buf + pos + 1)));
+      break;
+    case OP_MEMOIZE:
+      l->pos = pos + 1;
+      TRY(memo_put(l, l->memo_len));
+      break;
+    case OP_BINPUT:
+      l->pos = pos + 2;
+      TRY(memo_put(l, buf[pos + 1]));
+      break;
+    case OP_LONG_BINPUT:
+      l->pos = pos + 5;
+      TRY(memo_put(l, le32(buf + pos + 1)));
+      break;
+    case OP_MARK:
+      if (l->nmarks == l->mcap) return 0;
+      l->marks[l->nmarks++] = l->sp;
+      l->pos = pos + 1;
+      break;
+    case OP_BININT1:
+      l->pos = pos + 2;
+      TRY(push_int(l, buf[pos + 1]));
+      break;
+    case OP_BININT2:
+      l->pos = pos + 3;
+      TRY(push_int(l, buf[pos + 1] | buf[pos + 2] << 8));
+      break;
+    case OP_BININT:
+      l->pos = pos + 5;
+      TRY(push_int(l, (int32_t)le32(buf + pos + 1)));
+      break;
+    case OP_LONG1:
+      n = buf[pos + 1];
+      if (n > 8) return 0;
+      l->pos = pos + 2 + n;
+      TRY(push_long(l, buf + pos + 2, n));
+      break;
+    case OP_NEWFALSE:
+      l->pos = pos + 1;
+      TRY(push(l, l->no));
+      break;
+    case OP_NEWTRUE:
+      l->pos = pos + 1;
+      TRY(push(l, l->yes));
+      break;
+    case OP_NONE:
+      l->pos = pos + 1;
+      TRY(push(l, l->none));
+      break;
+    case OP_EMPTY_DICT:
+    case OP_EMPTY_LIST:
+      if (!(v = new_container(l, buf[pos] == OP_EMPTY_DICT ? GPUPLAN__PV_DICT : GPUPLAN__PV_LIST))) return nomem(l);
+      l->pos = pos + 1;
+      TRY(push(l, v));
+      break;
+    case OP_SETITEMS:
+    case OP_APPENDS:
+      if (l->nmarks == 0) return 0;
+      l->pos = pos + 1;
+      n = l->marks[--l->nmarks];
+      TRY(buf[pos] == OP_SETITEMS ? set_items(l, n) : extend(l, n));
+      break;
+    case OP_SHORT_BINUNICODE:
+      n = buf[pos + 1];
+      if (len - pos - 2 < n) return 0;
+      l->pos = pos + 2 + n;
+      TRY(push_bytes(l, GPUPLAN__PV_STR, buf + pos + 2, n));
+      break;
+    default:
+      return 0;
+    }
+  }
+}
+
 /* --- the shape check ------------------------------------------------------ */
 
 typedef struct frame {
@@ -1646,6 +1756,7 @@ static int load_once(gpuplan_ctx *ctx, const void *buf, size_t len, const gpupla
   l.no->type = GPUPLAN__PV_BOOL;
 
   while (!stop) {
+    if ((rc = run_fast(&l))) break;
     if (l.pos >= l.len) {
       l.at = l.pos;
       rc = fail(&l, "truncated before STOP");
@@ -1679,6 +1790,7 @@ done:
   gpuplan__free(ctx, l.mbits);
   gpuplan__free(ctx, l.moff);
   gpuplan__free(ctx, l.runs);
+  gpuplan__free(ctx, l.ints);
   return rc;
 }
 

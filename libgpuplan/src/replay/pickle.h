@@ -116,10 +116,10 @@ int gpuplan__pickle_load_ex(gpuplan_ctx *ctx, const void *buf, size_t len,
  * (a NULL-terminated list of at most GPUPLAN__PICKLE_MAX_SKIP; NULL: none)
  * and, where the pickle allows it, not building their values.  The rest of
  * the result, the values count and the errors are those of
- * gpuplan__pickle_load_ex, except that a value not built is not part of
- * the result, so that nesting deeper than max_depth or a cycle inside it
- * is refused only when the load had to be repeated without skipping
- * (p->reparsed).
+ * gpuplan__pickle_load_ex, but for the shape check: a value left out is
+ * not part of the result, so a cycle or nesting deeper than max_depth
+ * through it is not refused (or another one is named) unless the load had
+ * to be repeated without skipping (p->reparsed).
  */
 #define GPUPLAN__PICKLE_MAX_SKIP 8
 int gpuplan__pickle_load_skip(gpuplan_ctx *ctx, const void *buf, size_t len,

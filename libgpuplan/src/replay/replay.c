@@ -999,6 +999,7 @@ typedef struct rdev {
   const gpuplan_alloc_event **pend;  /* segment_alloc/segment_free events expected next */
   size_t n, i, cap;
   int mismatch;
+  int closing;                       /* the allocator is being freed: its cudaFrees are not the trace's */
   char why[256];
   uint64_t device_free;
   gpuplan_cachealloc *a;
@@ -1021,6 +1022,7 @@ static int rdev_malloc(void *payload, uint64_t size, uint64_t *addr_out) {
 
 static void rdev_free(void *payload, uint64_t addr, uint64_t size) {
   rdev *d = payload;
+  if (d->closing) return;
   if (d->i < d->n && d->pend[d->i]->action == GPUPLAN_ACT_SEGMENT_FREE &&
       d->pend[d->i]->addr == addr && d->pend[d->i]->size == size) {
     d->i++;
@@ -1054,7 +1056,7 @@ static int amap_put(gpuplan_ctx *ctx, amap *m, uint64_t k, uint64_t v) {
   size_t i;
   if ((m->n + 1) * 2 > m->cap) {
     amap nm;
-    nm.cap = m->cap ? m->cap * 2 : 1024;
+    nm.cap = m->cap ? m->cap * 2 : 64;
     nm.n = 0;
     nm.k = gpuplan__calloc(ctx, nm.cap, sizeof *nm.k);
     nm.v = gpuplan__calloc(ctx, nm.cap, sizeof *nm.v);
@@ -1171,12 +1173,41 @@ static void track_peak(gpuplan_cachealloc *a, gpuplan_replay_result *r) {
   }
 }
 
+/* Whether the allocator's segments and blocks are exactly the file's final
+ * ones, walked in place (the common case; compare_final says what differs). */
+static int same_final(const gpuplan_cachealloc *a, const gpuplan_snapshot *s) {
+  gpuplan__layout_it it;
+  uint64_t addr, size;
+  size_t n = 0;
+  int exp;
+  memset(&it, 0, sizeof it);
+  while (gpuplan__alloc_next_segment(a, &it, &addr, &size, &exp)) {
+    size_t lo = 0, hi = s->nsegs, k = 0;
+    const rseg *f;
+    int allocated;
+    if (exp || ++n > s->nsegs) return 0;
+    while (lo < hi) { /* the file's segments are sorted by address */
+      size_t mid = lo + (hi - lo) / 2;
+      if (s->segs[mid].addr < addr) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo == s->nsegs || (f = &s->segs[lo])->addr != addr || f->size != size) return 0;
+    while (gpuplan__alloc_next_block(&it, &addr, &size, &allocated)) {
+      if (k >= f->n || f->b[k].addr != addr || f->b[k].size != size || f->b[k].allocated != allocated) return 0;
+      k++;
+    }
+    if (k != f->n) return 0;
+  }
+  return n == s->nsegs;
+}
+
 /* Compare the allocator's final segments with the file's. */
 static int compare_final(gpuplan_cachealloc *a, const gpuplan_snapshot *s, gpuplan_replay_result *r) {
   gpuplan_ctx *ctx = gpuplan__alloc_ctx(a);
   gpuplan_segment_info *segs;
   gpuplan_block_info *blocks, *b;
   size_t n, i, k;
+  if (same_final(a, s)) return GPUPLAN_OK;
   GPUPLAN_TRY(gpuplan__alloc_layout(a, &segs, &blocks, &n));
   if (n != s->nsegs) diverge(r, s->nev, "final state: %zu segments, the file has %zu", n, s->nsegs);
   for (i = 0, b = blocks; i < n && r->diverged_at == SIZE_MAX; b += segs[i].nblocks, i++) {
@@ -1338,7 +1369,8 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
   r->num_ooms = gpuplan_cachealloc_stats(a)->num_ooms;
   rc = summarize(s, a, x);
 out:
-  gpuplan_cachealloc_free(a); /* returns the segments through rdev_free: ignore that */
+  d.closing = 1;
+  gpuplan_cachealloc_free(a); /* returns the segments through rdev_free: ignored */
   gpuplan__free(ctx, d.pend);
   gpuplan__free(ctx, requested.k);
   gpuplan__free(ctx, requested.v);
@@ -1648,8 +1680,7 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
      * trace was recorded with expandable segments: no exact replay). */
     int learning = whatif && !recorded_expandable(s);
     gpuplan_replay_options quiet = GPUPLAN_REPLAY_OPTIONS_INIT;
-    gpuplan__replay_ext scratch;
-    gpuplan__replay_ext_init(&scratch);
+    gpuplan__replay_ext scratch; /* (4 KiB: made ready only when learning) */
     memset(&ov, 0, sizeof ov);
     memset(&st, 0, sizeof st);
     for (;;) {
@@ -1681,11 +1712,11 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
         learning = slack_blocks(cur, 0, 0, &any) > 0; /* nothing ambiguous: nothing to learn */
       }
       if (learning) {
+        gpuplan__replay_ext_init(&scratch);
         rc = run_exact(ctx, s, cur, &quiet, r, &scratch);
         learnt = rc == GPUPLAN_OK && r->diverged_at != SIZE_MAX && learn(s, cur, r, &scratch, &ov);
         if (!learnt) learning = 0; /* what there is to learn is learnt: now the what-if */
         gpuplan__replay_ext_dispose(ctx, &scratch);
-        gpuplan__replay_ext_init(&scratch);
         if (rc) break;
       } else {
         rc = whatif ? run_whatif(ctx, s, cur, o, r, x) : run_exact(ctx, s, cur, o, r, x);
