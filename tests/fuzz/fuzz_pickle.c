@@ -4,7 +4,11 @@
  * Each input is loaded once with the default limits and the result walked;
  * a load that succeeds is then repeated with one allocation failing (chosen
  * from the input), which must give GPUPLAN_OK or GPUPLAN_ENOMEM and leak
- * nothing.  Any other outcome aborts, so libFuzzer records the input.
+ * nothing.  The same input is also loaded skipping the keys a replay never
+ * reads (gpuplan__pickle_load_skip, "frames" and "time_us"): it must fail
+ * the same way (but for a cycle or over-deep nesting through a skipped
+ * value, which it may accept) or give the same tree with those pairs left
+ * out.  Any other outcome aborts, so libFuzzer records the input.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -111,11 +115,87 @@ static int load(const uint8_t *data, size_t size, long long fail_at, long long *
   return rc;
 }
 
+static const char *const skip_keys[] = {"frames", "time_us", NULL};
+
+static int skipped_key(const gpuplan__pv *k) {
+  size_t i;
+  if (k->type != GPUPLAN__PV_STR) return 0;
+  for (i = 0; skip_keys[i]; i++)
+    if (k->u.str.len == strlen(skip_keys[i]) && memcmp(k->u.str.s, skip_keys[i], k->u.str.len) == 0) return 1;
+  return 0;
+}
+
+/* a (plain) and b (skipping) are the same tree but for a's skipped pairs.
+ * A shared (memo) value is compared where it is met; the budget bounds a
+ * DAG's expansion (0 left: stop comparing, as far as it went it agreed). */
+static void same(const gpuplan__pv *a, const gpuplan__pv *b, size_t *budget) {
+  size_t i, j;
+  if (*budget == 0) return;
+  (*budget)--;
+  if (a->type != b->type) abort();
+  switch (a->type) {
+  case GPUPLAN__PV_NONE: break;
+  case GPUPLAN__PV_BOOL: if (a->u.b != b->u.b) abort(); break;
+  case GPUPLAN__PV_INT: if (a->u.i != b->u.i) abort(); break;
+  case GPUPLAN__PV_FLOAT: if (memcmp(&a->u.f, &b->u.f, sizeof a->u.f) != 0) abort(); break;
+  case GPUPLAN__PV_STR:
+  case GPUPLAN__PV_BYTES:
+    if (a->u.str.len != b->u.str.len || memcmp(a->u.str.s, b->u.str.s, a->u.str.len) != 0) abort();
+    break;
+  case GPUPLAN__PV_LIST:
+  case GPUPLAN__PV_TUPLE:
+    if (a->u.seq.n != b->u.seq.n) abort();
+    for (i = 0; i < a->u.seq.n; i++) same(a->u.seq.items[i], b->u.seq.items[i], budget);
+    break;
+  case GPUPLAN__PV_DICT:
+    for (i = j = 0; i < a->u.dict.n; i++) {
+      if (skipped_key(a->u.dict.keys[i])) continue;
+      if (j >= b->u.dict.n) abort();
+      same(a->u.dict.keys[i], b->u.dict.keys[j], budget);
+      same(a->u.dict.vals[i], b->u.dict.vals[j], budget);
+      j++;
+    }
+    if (j != b->u.dict.n) abort();
+    break;
+  default: abort();
+  }
+}
+
+/* The plain and the skipping load of the same input agree. */
+static void differential(const uint8_t *data, size_t size) {
+  gpuplan_ctx *ctx = NULL;
+  gpuplan__pickle pa, pb;
+  const gpuplan__pv *ra = NULL, *rb = NULL;
+  char m[GPUPLAN_ERRMSG_MAX];
+  int a, b;
+  if (gpuplan_ctx_new(&ctx, NULL) != GPUPLAN_OK) abort();
+  a = gpuplan__pickle_load(ctx, data, size, &pa, &ra);
+  snprintf(m, sizeof m, "%s", a ? gpuplan_errmsg(ctx) : "");
+  b = gpuplan__pickle_load_skip(ctx, data, size, NULL, skip_keys, &pb, &rb);
+  if (a == GPUPLAN_OK) {
+    size_t budget = 1u << 20;
+    if (b != GPUPLAN_OK) abort();
+    same(ra, rb, &budget);
+    if (pa.values != pb.values) abort(); /* the same count, skipped values included */
+  } else if (b == GPUPLAN_OK) {
+    /* accepted only where the plain load refused the shape (a cycle, too deep) */
+    if (a != GPUPLAN_EINVAL || (!strstr(m, "recursive") && !strstr(m, "contains itself") && !strstr(m, "cycle") &&
+                                 !strstr(m, "deep") && !strstr(m, "depth") && !strstr(m, "nest")))
+      abort();
+  } else if (a != b) {
+    abort();
+  }
+  gpuplan__pickle_free(&pa);
+  gpuplan__pickle_free(&pb);
+  gpuplan_ctx_free(ctx);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   long long calls = 0;
   uint32_t h = 2166136261u;
   size_t i;
   int rc = load(data, size, -1, &calls);
+  differential(data, size);
   if (rc != GPUPLAN_OK || calls <= 1) return 0;
   for (i = 0; i < size; i++) h = (h ^ data[i]) * 16777619u;
   rc = load(data, size, (long long)(h % (uint32_t)(calls - 1)), NULL);
