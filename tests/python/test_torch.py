@@ -91,7 +91,7 @@ def test_the_seeds_question():
             assert abs(s.nvidia_smi_used_bytes / p.worst.total_bytes - 1) < 0.10
     for gpu in ("t4", "a10", "l4"):
         # linear in the batch: per 224 x 224 image in fp32, the 85.3 MB autograd saves, the input,
-        # and backward's working set (two copies of the largest saved tensor: no meta kernels in torch 1.13)
+        # and backward's working set (traced on the meta device)
         o = m.options
         per_image = o["module_act_bytes"] + o["module_in_bytes"] + o["module_out_bytes"] + o["module_bwd_bytes"]
         step = (got[gpu, 96] - got[gpu, 64]) / 32
@@ -123,3 +123,27 @@ def test_resnet50_against_a_published_measured_peak():
         assert abs(predicted / measured - 1) < 0.15, (predicted / 2**30, predicted / measured)
     # read as 10^9 bytes instead of GiB the measurement is 7% smaller; still within 15%
     assert abs(s.peak_allocated_bytes / (15.06e9) - 1) < 0.15
+
+
+def test_backward_working_set_traced():
+    """Backward on the meta device, by hand: Linear(1000, 4000) -> GELU ->
+    Linear(4000, 1000), fp32.  Autograd saves GELU's input h and its output g
+    (4000 x 4 bytes each per sample).  Backward: the second Linear makes
+    grad_g (16,000 B) while g is still saved, then frees g; GELU's backward
+    makes grad_h (16,000 B) while grad_g and h live, then frees both; the
+    first Linear makes only its weight's gradient (counted with the
+    gradients, not here).  So the most backward adds above what is still
+    saved is one 16,000-byte tensor per sample."""
+    net = torch.nn.Sequential(torch.nn.Linear(1000, 4000), torch.nn.GELU(), torch.nn.Linear(4000, 1000))
+    m = gpuplan.from_torch(net, torch.randn(64, 1000))
+    assert m.details["backward"] == "backward traced on the meta device"
+    assert m.options["module_act_bytes"] == 2 * 4000 * 4
+    assert abs(m.options["module_bwd_bytes"] - 4000 * 4) < 1     # + the scalar loss's gradient, 4 B / 64
+    # ResNet-50 traces too on torch 1.13 (a convolution_backward meta kernel is registered where missing)
+    r = gpuplan.from_torch(torchvision.models.resnet50(), torch.randn(2, 3, 224, 224))
+    assert r.details["backward"] == "backward traced on the meta device"
+    # the peak comes at the last ReLU's backward: the gradient of the pooled
+    # features spread back over 2048 x 7 x 7 (fp32, 401,408 B) and the ReLU's
+    # input gradient (401,408 B) live, while the 2048-float features the fc
+    # saved (8,192 B) are already freed; the loss's 4-byte gradient over 2 images
+    assert abs(r.options["module_bwd_bytes"] - (2 * 2048 * 7 * 7 * 4 - 2048 * 4)) <= 4

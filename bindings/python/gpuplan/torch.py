@@ -18,11 +18,14 @@ weights) is needed.  It records
 * every tensor autograd saves for backward, with PyTorch's own
   saved-tensor hooks (``torch.autograd.graph.saved_tensors_hooks``), counted
   once per storage, parameters and inputs excluded: the activations;
-* the order of allocations and frees in forward (a ``TorchDispatchMode``
-  that sees every ATen op), which gives the forward's temporaries above the
-  saved tensors, and, where the meta kernels allow it, in backward, which
-  gives the activation gradients' working set (otherwise estimated as two
-  copies of the largest saved tensor, and said so);
+* the order of allocations and frees in forward and backward (a
+  ``TorchDispatchMode`` that sees every ATen op), which gives the forward's
+  temporaries above the saved tensors and backward's working set above what
+  is still saved (the parameters' gradients left out: they are counted on
+  their own).  torch 1.13 lacks a meta kernel for convolution_backward;
+  gpuplan registers one (the gradients have their inputs' shapes) where the
+  dispatcher has none; where another kernel is missing the working set is
+  estimated as two copies of the largest saved tensor, and said so;
 * the optimizer (its states and how its step runs).
 
 The result's ``options`` are the library's ``module_*`` options (and
@@ -142,19 +145,27 @@ class TorchModel:
 
 
 class _Live:
-    """Bytes of the storages created by ATen ops and still alive."""
+    """Bytes of the storages created by ATen ops and still alive, and the
+    order they came and went in (``log``: storage serial, +bytes or -bytes)."""
 
-    def __init__(self):
-        self.refs = {}   # storage key -> [bytes, live tensor objects]
+    def __init__(self, ignore=()):
+        self.ignore = set(ignore)  # storages that exist before the trace (parameters, buffers, inputs)
+        self.refs = {}   # storage key -> [bytes, live tensor objects, serial]
         self.bytes = 0
         self.peak = 0
+        self.serial = 0
+        self.log = []
 
     def add(self, t):
         key = _storage_key(t)
+        if key in self.ignore:
+            return  # a view of a parameter (W.t()), a buffer or the input: not a new allocation
         ent = self.refs.get(key)
         if ent is None:
-            ent = self.refs[key] = [_storage_nbytes(t), 0]
+            self.serial += 1
+            ent = self.refs[key] = [_storage_nbytes(t), 0, self.serial]
             self.bytes += ent[0]
+            self.log.append((ent[2], ent[0]))
             if self.bytes > self.peak:
                 self.peak = self.bytes
         ent[1] += 1
@@ -167,7 +178,45 @@ class _Live:
         ent[1] -= 1
         if ent[1] <= 0:
             self.bytes -= ent[0]
+            self.log.append((ent[2], -ent[0]))
             del self.refs[key]
+
+    def peak_since(self, mark, start, leave_out):
+        """The most bytes above ``start`` after log entry ``mark``, leaving
+        out the storages whose serial is in ``leave_out``."""
+        cur, peak = start, 0
+        for serial, b in self.log[mark:]:
+            if serial in leave_out:
+                continue
+            cur += b
+            peak = max(peak, cur - start)
+        return peak
+
+
+# Meta kernels torch 1.13 lacks for backward (torch 2 has them): the shapes
+# of the gradients convolution_backward returns are its inputs' (ATen's
+# native_functions.yaml: grad_input like input, grad_weight like weight,
+# grad_bias of bias_sizes).  Registered once per process, only where the
+# dispatcher has none.
+_META_LIB = []
+
+
+def _meta_backward_kernels():
+    torch = _torch()
+    if _META_LIB or int(torch.__version__.split(".")[0]) >= 2:
+        return
+
+    def conv_bwd(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding,
+                 groups, output_mask):
+        gi = torch.empty_like(input) if output_mask[0] else None
+        gw = torch.empty_like(weight) if output_mask[1] else None
+        gb = (torch.empty(bias_sizes, dtype=grad_output.dtype, device=grad_output.device)
+              if output_mask[2] and bias_sizes is not None else None)
+        return gi, gw, gb
+
+    lib = torch.library.Library("aten", "IMPL", "Meta")
+    lib.impl("convolution_backward", conv_bwd)
+    _META_LIB.append(lib)
 
 
 def _mode(live):
@@ -242,7 +291,7 @@ def from_torch(module, example_inputs, optimizer=None, loss_fn=None, precision="
             saved[key] = _storage_nbytes(t)
         return t
 
-    live = _Live()
+    live = _Live(skip)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         with _mode(live):
             out = m(*args, **kwargs)
@@ -257,21 +306,29 @@ def from_torch(module, example_inputs, optimizer=None, loss_fn=None, precision="
     out_bytes = sum(live.refs.get(k, [0])[0] for k in out_keys)
     end = live.bytes
     fwd_extra = max(0, fwd_peak - end)
-    # backward, where the meta kernels exist (torch >= 2 has them for convolutions)
+    # Backward, on the meta device: the most bytes it holds above what is
+    # still saved, leaving out the parameters' .grad (counted on their own).
     note = "backward traced on the meta device"
     bwd_extra = None
     if n_train:
-        live.peak = live.bytes
-        start = live.bytes
+        _meta_backward_kernels()
+        mark, start = len(live.log), live.bytes
         try:
             with _mode(live):
                 loss.backward()
-            bwd_extra = max(0, live.peak - start)
-        except (NotImplementedError, RuntimeError):
-            bwd_extra = None
+            grads = set()
+            for p in m.parameters():
+                ent = live.refs.get(_storage_key(p.grad)) if p.grad is not None else None
+                if ent is not None:
+                    grads.add(ent[2])
+            bwd_extra = live.peak_since(mark, start, grads)
+        except (NotImplementedError, RuntimeError) as e:
+            note = ("backward's working set estimated as two copies of the largest saved tensor "
+                    "(no meta kernel: %s)" % str(e).split(":")[0][:80])
     if bwd_extra is None:
         bwd_extra = 2 * max(saved.values(), default=0)
-        note = "backward's working set estimated as two copies of the largest saved tensor (no meta kernels)"
+        if not n_train:
+            note = "no trainable parameters: no backward"
     opt, opt_name = _optimizer_options(optimizer)
     options = {
         "module_params": float(n_params),
