@@ -90,5 +90,17 @@ check "multi-rank figures" 0 '"device": 3' -- sh -c "'$gp' explain-oom - --json 
 check "multi-rank verdict" 0 "REAL DEMAND" -- sh -c "'$gp' explain-oom - < '$tmp/ranks.log'"
 check "no oom in text" 2 "no out-of-memory message" -- "$gp" explain-oom "segmentation fault"
 
+# Expandable segments (issue 14): crafted traces (tests/data/replay/generate.py
+# derives their events from PyTorch's algorithm), checked exactly.
+check "expandable exact" 0 "exact match: 8 allocations" -- "$gp" replay "$data/expandable.pickle"
+check "expandable document" 0 '"expandable": true' -- "$gp" replay "$data/expandable.pickle" --json
+check "expandable annotations" 0 '"annotations": 2' -- "$gp" replay "$data/expandable.pickle" --json
+check "expandable rules" 0 '"rules": ' -- "$gp" replay "$data/expandable.pickle" --json
+check "expandable moved alloc" 0 "DIVERGES at event 7: .*the trace at 0x7f4002400000" -- "$gp" replay "$data/expandable-moved-alloc.pickle"
+check "expandable mid-run" 0 "exact match: 3 allocations" -- "$gp" replay "$data/expandable-midrun.pickle"
+check "expandable mid-run hole" 0 "events 6 to 6 cannot be checked" -- "$gp" replay "$data/expandable-midrun-hole.pickle"
+check "private pool" 0 '"private_pools": 1' -- "$gp" replay "$data/private-pool.pickle" --json
+nocheck "expandable no EUNSUPPORTED" "native segments only" -- "$gp" replay "$data/expandable.pickle"
+
 echo "$pass passed, $fails failed"
 [ "$fails" = 0 ]

@@ -643,6 +643,126 @@ static void test_replay__l6_bad_files_are_named(void **state) {
   counting_done(&c, ctx);
 }
 
+/* --- expandable segments (tests/data/replay/generate.py derives every
+ * event by hand from CUDACachingAllocator.cpp; the derivation is there) --- */
+
+typedef struct maps_seen {
+  size_t maps, unmaps;
+  uint64_t first_map, first_unmap, first_unmap_size;
+} maps_seen;
+
+static void on_trace(void *payload, const gpuplan_alloc_event *e) {
+  maps_seen *m = payload;
+  if (e->action == GPUPLAN_ACT_SEGMENT_MAP && !m->maps++) m->first_map = e->addr;
+  if (e->action == GPUPLAN_ACT_SEGMENT_UNMAP && !m->unmaps++) m->first_unmap = e->addr, m->first_unmap_size = e->size;
+}
+
+/* expandable.pickle: 20 events; segment_map L0 40 MiB, 30 MiB at the base,
+ * 5 MiB in the mapped tail, 25 MiB reusing the freed block, a third page
+ * mapped at L0+40 MiB, empty_cache() unmapping [L0, L0+20 MiB), a small
+ * pool reservation of 2 MiB pages, a second stream, and the unmapped hole
+ * at the base mapped again.  Exactly: every address, map and unmap. */
+static void test_replay__expandable_exact(void **state) {
+  counting c;
+  gpuplan_ctx *ctx;
+  gpuplan_snapshot *s = NULL;
+  gpuplan_replay_result r;
+  gpuplan_replay_options o = GPUPLAN_REPLAY_OPTIONS_INIT;
+  maps_seen m;
+  char path[1024];
+  (void)state;
+  counting_init(&c);
+  ctx = counting_ctx(&c);
+  data_path(path, sizeof path, "expandable.pickle");
+  assert_int_equal(gpuplan_snapshot_load(ctx, path, 0, &s), GPUPLAN_OK);
+  assert_int_equal(gpuplan_snapshot_event_count(s), 20);
+  memset(&m, 0, sizeof m);
+  o.trace = on_trace;
+  o.trace_payload = &m;
+  assert_int_equal(gpuplan_snapshot_replay(ctx, s, &o, &r), GPUPLAN_OK);
+  if (!r.exact) fail_msg("diverges at %zu: %s", r.diverged_at, r.divergence);
+  assert_false(r.rebuilt_start);
+  assert_int_equal(r.allocs, 8);
+  assert_int_equal(r.segment_allocs, 5); /* the maps */
+  assert_int_equal(m.maps, 5);
+  assert_int_equal(m.first_map, 0x7F4000000000ull);
+  assert_int_equal(m.unmaps, 1);
+  assert_int_equal(m.first_unmap, 0x7F4000000000ull);
+  assert_int_equal(m.first_unmap_size, 20ull << 20);
+  /* H 22 + D 12 + G 30 + F 1 MiB + E 4096; 60 + 2 + 40 MiB mapped. */
+  assert_int_equal(r.peak_allocated, (65ull << 20) + 4096);
+  assert_int_equal(r.peak_reserved, 102ull << 20);
+  assert_int_equal(r.final_reserved, 102ull << 20);
+  gpuplan_snapshot_free(s);
+  counting_done(&c, ctx);
+}
+
+/* D moved 1 MiB up, in the trace and in the final state: the model puts
+ * it at L0+35 MiB, event 7. */
+static void test_replay__expandable_moved_alloc_diverges(void **state) {
+  (void)state;
+  expect_divergence("expandable-moved-alloc.pickle", 7, "the trace at 0x7f4002400000");
+}
+
+/* Mid-run: the ring buffer kept events 13-17.  The start (L0's mapped
+ * range [20, 60) MiB with D) is rebuilt and every event checks; with 13-19
+ * the alloc that maps the hole at L0's base (event 6) cannot be checked:
+ * the file does not show where the reservation begins. */
+static void test_replay__expandable_midrun(void **state) {
+  counting c;
+  gpuplan_ctx *ctx;
+  gpuplan_catalog *cat;
+  gpuplan_doc *d;
+  (void)state;
+  counting_init(&c);
+  ctx = counting_ctx(&c);
+  d = replay_doc(ctx, &cat, "expandable-midrun.pickle", NULL);
+  assert_true(gpuplan_value_bool(dget(d, "exact")));
+  assert_true(gpuplan_value_bool(dget(d, "rebuilt_start")));
+  assert_true(gpuplan_value_bool(dget(d, "expandable")));
+  assert_int_equal(gpuplan_value_int(dget(d, "start_reserved_bytes")), 40ll << 20);
+  assert_int_equal(gpuplan_value_int(dget(d, "start_allocated_bytes")), 12ll << 20);
+  assert_int_equal(gpuplan_value_int(dget(d, "annotations")), 2);
+  assert_int_equal(gpuplan_value_int(dget(d, "private_pools")), 0);
+  assert_int_equal(gpuplan_value_type_of(dget(d, "unchecked")), GPUPLAN_VALUE_NULL);
+  gpuplan_doc_free(d);
+  gpuplan_catalog_free(cat);
+  d = replay_doc(ctx, &cat, "expandable-midrun-hole.pickle", NULL);
+  assert_false(gpuplan_value_bool(dget(d, "exact")));
+  assert_int_equal(gpuplan_value_type_of(dget(d, "diverged_at")), GPUPLAN_VALUE_NULL);
+  assert_int_equal(gpuplan_value_int(dget(d, "unchecked.from_event")), 6);
+  assert_int_equal(gpuplan_value_int(dget(d, "unchecked.to_event")), 7);
+  assert_non_null(strstr(gpuplan_value_string(dget(d, "unchecked.why"), NULL), "not where each reservation begins"));
+  /* The trace's own figures: 40 + 2 + 40 + the 20 MiB map at the base. */
+  assert_int_equal(gpuplan_value_int(dget(d, "peak_reserved_bytes")), 102ll << 20);
+  assert_int_equal(gpuplan_value_int(dget(d, "peak_allocated_bytes")), (65ll << 20) + 4096);
+  gpuplan_doc_free(d);
+  gpuplan_catalog_free(cat);
+  counting_done(&c, ctx);
+}
+
+/* A MemPool's free segment (segment_pool_id (1, 0)) must not serve the
+ * default pool's allocation; the trace cannot tell pools apart, so the
+ * event is reported unchecked rather than as a wrong placement. */
+static void test_replay__private_pool_is_unchecked(void **state) {
+  counting c;
+  gpuplan_ctx *ctx;
+  gpuplan_catalog *cat;
+  gpuplan_doc *d;
+  (void)state;
+  counting_init(&c);
+  ctx = counting_ctx(&c);
+  d = replay_doc(ctx, &cat, "private-pool.pickle", NULL);
+  assert_false(gpuplan_value_bool(dget(d, "exact")));
+  assert_int_equal(gpuplan_value_int(dget(d, "private_pools")), 1);
+  assert_int_equal(gpuplan_value_int(dget(d, "unchecked.from_event")), 1);
+  assert_non_null(strstr(gpuplan_value_string(dget(d, "unchecked.why"), NULL), "private pool"));
+  assert_int_equal(gpuplan_value_int(dget(d, "peak_reserved_bytes")), 40ll << 20);
+  gpuplan_doc_free(d);
+  gpuplan_catalog_free(cat);
+  counting_done(&c, ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_replay__real_traces_match_exactly),
@@ -661,6 +781,10 @@ int main(void) {
     cmocka_unit_test(test_replay__m2_rebuild_linear_whatever_the_order),
     cmocka_unit_test(test_replay__l11_own_snapshots_read_back),
     cmocka_unit_test(test_replay__l6_bad_files_are_named),
+    cmocka_unit_test(test_replay__expandable_exact),
+    cmocka_unit_test(test_replay__expandable_moved_alloc_diverges),
+    cmocka_unit_test(test_replay__expandable_midrun),
+    cmocka_unit_test(test_replay__private_pool_is_unchecked),
   };
   return cmocka_run_group_tests_name("replay", tests, NULL, NULL);
 }

@@ -105,9 +105,10 @@ typedef struct gpuplan_replay_result {
  * could not be checked (gpuplan_job_run(job, "replay")).
  * @param options  NULL for an exact replay.
  * @return GPUPLAN_OK (inspect out: a divergence or an OOM is a result, not
- *         an error); GPUPLAN_EINVAL (bad alloc_conf); GPUPLAN_EUNSUPPORTED
- *         (an exact check of a trace recorded with expandable segments);
- *         GPUPLAN_ENOMEM.
+ *         an error); GPUPLAN_EINVAL (bad alloc_conf); GPUPLAN_ENOMEM.
+ *         Traces recorded with expandable segments are checked exactly
+ *         too (since 0.3: each reservation at the base its first
+ *         segment_map shows, every map and unmap checked).
  * @errors any  @threads ctx  @since 0.1.0
  */
 GPUPLAN_API int gpuplan_snapshot_replay(gpuplan_ctx *ctx, const gpuplan_snapshot *s,

@@ -33,6 +33,33 @@ int gpuplan__alloc_install(gpuplan_cachealloc *a, uint64_t addr, uint64_t size, 
                            const gpuplan__install_block *blocks, size_t n);
 void gpuplan__alloc_installed(gpuplan_cachealloc *a);
 
+/* Expandable segments with the addresses a caller chooses (the exact
+ * replay gives each reservation the base the trace shows and checks every
+ * map and unmap): reserve, asked when a new reservation of at least want
+ * bytes (whole pages) is needed for (stream, pool), sets *base and *size
+ * (a multiple of page, >= want) and returns GPUPLAN_OK, or anything else
+ * to take the mock's address space; map and unmap, when set, are called
+ * in place of the device's, with the address. */
+typedef struct gpuplan__va_ops {
+  int (*reserve)(void *payload, uint64_t want, uint64_t page, uint64_t stream, int small, uint64_t *base,
+                 uint64_t *size);
+  int (*map)(void *payload, uint64_t addr, uint64_t size);
+  void (*unmap)(void *payload, uint64_t addr, uint64_t size);
+  void *payload;
+} gpuplan__va_ops;
+void gpuplan__alloc_set_va_ops(gpuplan_cachealloc *a, const gpuplan__va_ops *ops);
+/* The large pool's page (large_segment_size); the small pool's is 2 MiB. */
+uint64_t gpuplan__alloc_large_page(const gpuplan_cachealloc *a);
+
+/* Install an expandable reservation [base, base + size) of (stream, pool)
+ * whose mapped ranges hold the n blocks (address order, inside it, tiling
+ * each mapped range); what lies between them is unmapped.  Into an
+ * allocator that has served nothing yet, before gpuplan__alloc_installed().
+ * GPUPLAN_OK, GPUPLAN_EINVAL (blocks outside or overlapping) or
+ * GPUPLAN_ENOMEM. */
+int gpuplan__alloc_install_expandable(gpuplan_cachealloc *a, uint64_t base, uint64_t size, uint64_t stream,
+                                      int small, const gpuplan__install_block *blocks, size_t n);
+
 /* The built-in mock device after an install: what was installed counts as
  * reserved on it, and new segments come from above top (so that they
  * never meet installed addresses).  Then: what it holds. */

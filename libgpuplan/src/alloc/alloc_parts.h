@@ -90,6 +90,7 @@ struct gpuplan_cachealloc {
   gpuplan_alloc_trace_fn trace;
   void *trace_payload;
   uint64_t total_memory;       /* for the fraction and the OOM text */
+  gpuplan__va_ops va;          /* expandable reservations' addresses (alloc_int.h), or zeroed */
 };
 
 static inline gpuplan__pool *gpuplan__pool_of(gpuplan_cachealloc *a, int small) {
@@ -200,5 +201,8 @@ gpuplan__blk *gpuplan__try_allocate_expandable_block(gpuplan_cachealloc *a, uint
                                                      uint64_t size, int *rc);
 /* unmap_block (R29): the whole pages inside the free mapped block b. */
 int gpuplan__unmap_block(gpuplan_cachealloc *a, gpuplan__blk *b);
+/* release_expandable_segment: drop the pool's reservations that are
+ * wholly unmapped (a later one is a new reservation). */
+void gpuplan__release_expandable_segments(gpuplan_cachealloc *a, int small);
 
 #endif /* GPUPLAN_ALLOC_PARTS_H */

@@ -255,6 +255,7 @@ static int release_blocks(gpuplan_cachealloc *a, gpuplan__pool *p) {
     for (b = s->first; b; b = b->next)
       if (!b->allocated && b->mapped) GPUPLAN_TRY(gpuplan__unmap_block(a, b));
   }
+  gpuplan__release_expandable_segments(a, small);
   return GPUPLAN_OK;
 }
 

@@ -23,7 +23,9 @@ static int map_block(gpuplan_cachealloc *a, gpuplan__blk *b, uint64_t size, int 
   if (end > b->seg->size) end = b->seg->size;
   mapped = end - off;
   if ((*rc = gpuplan__spare_reserve(a, 1)) || (*rc = gpuplan__pool_reserve(a, p, 1, 1))) return 0;
-  if (a->dev.map && a->dev.map(a->dev.payload, mapped) != GPUPLAN_OK) return 0;
+  if (a->va.map ? a->va.map(a->va.payload, at, mapped) != GPUPLAN_OK
+                : a->dev.map && a->dev.map(a->dev.payload, mapped) != GPUPLAN_OK)
+    return 0;
   gpuplan__pool_uremove(p, b);
   if (mapped < b->size) {
     gpuplan__blk *r = gpuplan__split_block(a, b, mapped); /* reserved: cannot fail */
@@ -59,7 +61,8 @@ int gpuplan__unmap_block(gpuplan_cachealloc *a, gpuplan__blk *b) {
     gpuplan__pool_insert(a, p, right);
   }
   b->mapped = 0;
-  if (a->dev.unmap) a->dev.unmap(a->dev.payload, hi - lo);
+  if (a->va.unmap) a->va.unmap(a->va.payload, lo, hi - lo);
+  else if (a->dev.unmap) a->dev.unmap(a->dev.payload, hi - lo);
   gpuplan__stat3(a->st.reserved_bytes, b->small, -(int64_t)(hi - lo));
   a->st.num_device_free++;
   gpuplan__emit(a, GPUPLAN_ACT_SEGMENT_UNMAP, lo, hi - lo, b->stream, 0);
@@ -106,7 +109,8 @@ static gpuplan__blk *find_expandable_block(gpuplan_cachealloc *a, uint64_t strea
   size_t i;
   gpuplan__seg *s;
   gpuplan__blk *c;
-  uint64_t page = page_of(a, small), va;
+  uint64_t page = page_of(a, small), va, base = 0, vsize = 0;
+  int chosen;
   for (i = gpuplan__pool_ulower(p, stream, 0); i < p->un && p->u[i]->stream == stream; i++) {
     c = p->u[i];
     if (allocatable(c->prev)) c = c->prev;
@@ -116,14 +120,21 @@ static gpuplan__blk *find_expandable_block(gpuplan_cachealloc *a, uint64_t strea
   va = a->total_memory + a->total_memory / 8;
   va = (va + page - 1) / page * page;
   if (va < size) va = (size + page - 1) / page * page;
+  chosen = a->va.reserve && a->va.reserve(a->va.payload, (size + page - 1) / page * page, page, stream, small,
+                                          &base, &vsize) == GPUPLAN_OK;
+  if (chosen) va = vsize;
   if ((*rc = gpuplan__spare_reserve(a, 1)) || (*rc = gpuplan__pool_reserve(a, p, 0, 1))) return NULL;
   if (!(s = gpuplan__calloc(a->ctx, 1, sizeof *s))) {
     *rc = gpuplan__nomem(a->ctx);
     return NULL;
   }
   c = gpuplan__blk_new(a); /* reserved: cannot fail */
-  s->addr = a->mock.next_va;
-  a->mock.next_va += va + (1ull << 30);
+  if (chosen) {
+    s->addr = base;
+  } else {
+    s->addr = a->mock.next_va;
+    a->mock.next_va += va + (1ull << 30);
+  }
   s->size = va;
   s->stream = stream;
   s->small = small;
@@ -163,3 +174,100 @@ gpuplan__blk *gpuplan__try_allocate_expandable_block(gpuplan_cachealloc *a, uint
   gpuplan__pool_remove(gpuplan__pool_of(a, small), c);
   return c;
 }
+
+void gpuplan__alloc_set_va_ops(gpuplan_cachealloc *a, const gpuplan__va_ops *ops) {
+  if (ops) a->va = *ops;
+  else memset(&a->va, 0, sizeof a->va);
+}
+
+/* An unmapped or mapped piece of an installed reservation, after last. */
+static gpuplan__blk *install_piece(gpuplan_cachealloc *a, gpuplan__seg *s, gpuplan__blk *last, uint64_t addr,
+                                   uint64_t size, int mapped) {
+  gpuplan__blk *b = gpuplan__blk_new(a); /* reserved: cannot fail */
+  b->addr = addr;
+  b->size = size;
+  b->stream = s->stream;
+  b->seg = s;
+  b->small = s->small;
+  b->expandable = 1;
+  b->mapped = mapped;
+  b->prev = last;
+  if (last) last->next = b;
+  else s->first = b;
+  return b;
+}
+
+int gpuplan__alloc_install_expandable(gpuplan_cachealloc *a, uint64_t base, uint64_t size, uint64_t stream,
+                                      int small, const gpuplan__install_block *blocks, size_t n) {
+  gpuplan__pool *p = gpuplan__pool_of(a, small);
+  gpuplan__seg *s;
+  gpuplan__blk *last = NULL;
+  uint64_t at = base;
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (blocks[i].addr < at || blocks[i].size == 0 || blocks[i].addr + blocks[i].size > base + size)
+      return gpuplan__error(a->ctx, GPUPLAN_EINVAL, "allocator: installed expandable block %zu lies outside "
+                                                    "its reservation or overlaps the one before", i);
+    else
+      at = blocks[i].addr + blocks[i].size;
+  /* Host memory first: the blocks, the gaps (at most n + 1), the pool slots. */
+  GPUPLAN_TRY(gpuplan__spare_reserve(a, 2 * n + 1));
+  GPUPLAN_TRY(gpuplan__pool_reserve(a, p, n, n + 1));
+  if (!(s = gpuplan__calloc(a->ctx, 1, sizeof *s))) return gpuplan__nomem(a->ctx);
+  s->addr = base;
+  s->size = size;
+  s->stream = stream;
+  s->small = small;
+  s->expandable = 1;
+  s->page = page_of(a, small);
+  s->snext = a->segs;
+  if (a->segs) a->segs->sprev = s;
+  a->segs = s;
+  a->nsegs++;
+  at = base;
+  for (i = 0; i < n; i++) {
+    gpuplan__blk *b;
+    if (blocks[i].addr > at) {
+      last = install_piece(a, s, last, at, blocks[i].addr - at, 0);
+      gpuplan__pool_uinsert(a, p, last); /* reserved: cannot fail */
+    }
+    b = last = install_piece(a, s, last, blocks[i].addr, blocks[i].size, 1);
+    b->requested = blocks[i].requested;
+    b->allocated = blocks[i].allocated;
+    gpuplan__stat3(a->st.reserved_bytes, small, (int64_t)b->size);
+    if (b->allocated) {
+      GPUPLAN_TRY(gpuplan__hash_put(a, b));
+      gpuplan__stat3(a->st.allocation, small, 1);
+      gpuplan__stat3(a->st.allocated_bytes, small, (int64_t)b->size);
+      gpuplan__stat3(a->st.active, small, 1);
+      gpuplan__stat3(a->st.active_bytes, small, (int64_t)b->size);
+      gpuplan__stat3(a->st.requested_bytes, small, (int64_t)b->requested);
+    } else {
+      p->v[p->n++] = b; /* reserved; gpuplan__alloc_installed sorts the pools once */
+    }
+    at = b->addr + b->size;
+  }
+  if (at < base + size) {
+    last = install_piece(a, s, last, at, base + size - at, 0);
+    gpuplan__pool_uinsert(a, p, last); /* reserved: cannot fail */
+  }
+  return GPUPLAN_OK;
+}
+
+void gpuplan__release_expandable_segments(gpuplan_cachealloc *a, int small) {
+  gpuplan__seg *s = a->segs, *nx;
+  for (; s; s = nx) {
+    gpuplan__blk *b = s->first;
+    nx = s->snext;
+    if (!s->expandable || s->small != small || !b || b->mapped || b->next) continue;
+    gpuplan__pool_uremove(gpuplan__pool_of(a, small), b);
+    gpuplan__blk_del(a, b);
+    if (s->sprev) s->sprev->snext = s->snext;
+    else a->segs = s->snext;
+    if (s->snext) s->snext->sprev = s->sprev;
+    a->nsegs--;
+    gpuplan__free(a->ctx, s);
+  }
+}
+
+uint64_t gpuplan__alloc_large_page(const gpuplan_cachealloc *a) { return a->conf.large_segment_size; }

@@ -338,7 +338,7 @@ void gpuplan__alloc_installed(gpuplan_cachealloc *a) {
   }
   for (s = a->segs; s; s = s->snext) {
     gpuplan__blk *b;
-    if (!s->first || !s->first->next) continue;
+    if (!s->first || !s->first->next || s->expandable) continue; /* R12: none for expandable */
     for (b = s->first; b; b = b->next)
       if (!b->allocated) {
         gpuplan__stat3(a->st.inactive_split, b->small, 1);

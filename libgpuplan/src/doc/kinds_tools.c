@@ -31,6 +31,14 @@ static const gpuplan_result_field replay_fields[] = {
   {"events", I, "events", "trace events replayed"},
   {"trace_events", I, "events", "trace events of the device in the file"},
   {"segments_in_file", I, "segments", "segments of the device in the file's final state"},
+  {"expandable", B, "",
+   "the file was recorded with expandable segments (segment_map/segment_unmap events, is_expandable segments): "
+   "the exact check gives each reservation the base its first segment_map shows and checks every map and unmap"},
+  {"annotations", I, "annotations",
+   "the file's external_annotations of the device (torch 2.6+: record_function ranges); read, not replayed"},
+  {"private_pools", I, "pools",
+   "private pools (segment_pool_id not (0, 0): MemPools, CUDA graphs) among the device's segments; the trace "
+   "does not say which pool an allocation was made in, so placements that depend on it are reported unchecked"},
   {"rebuilt_start", B, "", "the trace starts mid-run (a ring buffer): its start state was rebuilt from the end"},
   {"exact", B, "", "exact mode: every allocation at its recorded address, every cudaMalloc of its recorded size, "
                    "the final layout as the file's"},

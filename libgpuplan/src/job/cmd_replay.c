@@ -224,6 +224,9 @@ static int replay_doc(gpuplan_job *j, const replay_job *rj, const gpuplan_snapsh
   gpuplan__doc_uint(b, "events", r.events);
   gpuplan__doc_uint(b, "trace_events", gpuplan_snapshot_event_count(s));
   gpuplan__doc_uint(b, "segments_in_file", gpuplan_snapshot_segment_count(s));
+  gpuplan__doc_bool(b, "expandable", f->expandable);
+  gpuplan__doc_uint(b, "annotations", f->annotations);
+  gpuplan__doc_uint(b, "private_pools", f->pools);
   gpuplan__doc_bool(b, "rebuilt_start", r.rebuilt_start);
   gpuplan__doc_bool(b, "exact", r.exact);
   gpuplan__doc_uint(b, "allocs", r.allocs);

@@ -25,6 +25,8 @@ typedef struct rblock {
 typedef struct rseg {
   uint64_t addr, size, stream;
   int small;
+  int expandable;  /* a mapped range of an expandable segment (R26-R30) */
+  int private_pool; /* segment_pool_id is not (0, 0): a MemPool's or a CUDA graph's */
   rblock *b;
   size_t n, cap;
 } rseg;
@@ -44,6 +46,7 @@ struct gpuplan_snapshot {
   size_t nsegs;
   gpuplan_alloc_conf conf;
   gpuplan__snapshot_facts facts;
+  int64_t pool_ids[GPUPLAN__MAX_POOLS_SEEN][2]; /* the private pools seen (facts.pools) */
   char *recorded_conf; /* facts.recorded_conf's storage */
   int device;
   int expandable_trace; /* the trace maps or unmaps (recorded with expandable segments) */
@@ -235,8 +238,8 @@ static int action_of(const char *s, gpuplan_alloc_action *out) {
 
 /* The fields convert reads. */
 static const char *const seg_fields[] = {"device", "is_expandable", "address", "total_size", "stream",
-                                         "segment_type", "blocks", NULL};
-enum { SF_DEVICE, SF_EXPANDABLE, SF_ADDRESS, SF_TOTAL_SIZE, SF_STREAM, SF_TYPE, SF_BLOCKS };
+                                         "segment_type", "blocks", "segment_pool_id", NULL};
+enum { SF_DEVICE, SF_EXPANDABLE, SF_ADDRESS, SF_TOTAL_SIZE, SF_STREAM, SF_TYPE, SF_BLOCKS, SF_POOL };
 static const char *const block_fields[] = {"size", "requested_size", "history", "state", NULL};
 enum { BF_SIZE, BF_REQUESTED, BF_HISTORY, BF_STATE };
 static const char *const event_fields[] = {"action", "device_free", "addr", "size", "stream", NULL};
@@ -278,6 +281,22 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     s->facts.traced_devices = traces ? traces->u.seq.n : 0;
     s->facts.segments_all = segs->u.seq.n;
   }
+  {
+    /* 2.6+: torch.cuda.memory._record_memory_history's annotations
+     * (record_function ranges), [{name, stage, device, time_us}]. */
+    const gpuplan__pv *ann = list_format ? NULL : gpuplan__pv_get(root, "external_annotations");
+    if (ann && ann->type != GPUPLAN__PV_LIST && ann->type != GPUPLAN__PV_NONE)
+      return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: 'external_annotations' is not a list");
+    if (ann && ann->type == GPUPLAN__PV_LIST)
+      for (i = 0; i < ann->u.seq.n; i++) {
+        const gpuplan__pv *a = ann->u.seq.items[i];
+        int64_t adev;
+        if (a->type != GPUPLAN__PV_DICT)
+          return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: external_annotations[%zu] is not a dict", i);
+        if (gpuplan__pv_int(gpuplan__pv_get(a, "device"), &adev) == 0 && adev != device) continue;
+        s->facts.annotations++;
+      }
+  }
 
   /* A pickle may refer to one dict many times (memo references): 2,000
    * references to a segment holding 2,000 references to a block are 4M
@@ -309,11 +328,33 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu is not a dict", i);
     fields_get(&sf, d, v);
     if (gpuplan__pv_int(v[SF_DEVICE], &dev) == 0 && dev != device) continue;
+    r = &s->segs[s->nsegs];
     {
       int64_t xv;
-      if (gpuplan__pv_int(v[SF_EXPANDABLE], &xv) == 0 && xv) s->facts.expandable_segments++;
+      if (gpuplan__pv_int(v[SF_EXPANDABLE], &xv) == 0 && xv) s->facts.expandable_segments++, r->expandable = 1;
     }
-    r = &s->segs[s->nsegs];
+    if (v[SF_POOL]) {
+      /* (0, 0): the default pool; anything else a MemPool or a CUDA
+       * graph's private pool, whose blocks serve only that pool. */
+      const gpuplan__pv *pid = v[SF_POOL];
+      int64_t p0, p1;
+      if ((pid->type != GPUPLAN__PV_TUPLE && pid->type != GPUPLAN__PV_LIST) || pid->u.seq.n != 2 ||
+          gpuplan__pv_int(pid->u.seq.items[0], &p0) != 0 || gpuplan__pv_int(pid->u.seq.items[1], &p1) != 0)
+        return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                              "snapshot: segment %zu: field 'segment_pool_id' is not a pair of integers", i);
+      if (p0 || p1) {
+        size_t k;
+        r->private_pool = 1;
+        s->facts.private_segments++;
+        for (k = 0; k < s->facts.pools && k < GPUPLAN__MAX_POOLS_SEEN; k++)
+          if (s->pool_ids[k][0] == p0 && s->pool_ids[k][1] == p1) break;
+        if (k == s->facts.pools && k < GPUPLAN__MAX_POOLS_SEEN) {
+          s->pool_ids[k][0] = p0;
+          s->pool_ids[k][1] = p1;
+          s->facts.pools++;
+        }
+      }
+    }
     GPUPLAN_TRY(value_u64(ctx, v[SF_ADDRESS], "address", "segment", i, &r->addr));
     GPUPLAN_TRY(value_u64(ctx, v[SF_TOTAL_SIZE], "total_size", "segment", i, &r->size));
     if (v[SF_STREAM]) GPUPLAN_TRY(value_u64(ctx, v[SF_STREAM], "stream", "segment", i, &r->stream));
@@ -765,6 +806,165 @@ static void t_drop_root(tpool *t, size_t at) {
   t->nroots--;
 }
 
+static size_t t_count(const tpool *t, long x) {
+  size_t n = 0;
+  while (x >= 0) {
+    n += 1 + t_count(t, t->v[x].l);
+    x = t->v[x].r;
+  }
+  return n;
+}
+
+/* A new segment (an expandable segment's mapped range) at index at of the
+ * state, with its root and count. */
+static int state_insert(gpuplan_ctx *ctx, state *st, tpool *t, size_t at, const rseg *proto, long root,
+                        size_t count) {
+  rseg *ns;
+  if (st->n == st->cap) {
+    size_t ncap = st->cap * 2 + 16;
+    rseg **nv = gpuplan__realloc(ctx, st->v, ncap * sizeof *nv);
+    if (!nv) return gpuplan__nomem(ctx);
+    st->v = nv;
+    st->cap = ncap;
+  }
+  GPUPLAN_TRY(t_add_root(t, at));
+  if (!(ns = gpuplan__calloc(ctx, 1, sizeof *ns))) {
+    t_drop_root(t, at);
+    return gpuplan__nomem(ctx);
+  }
+  *ns = *proto;
+  ns->b = NULL;
+  ns->n = ns->cap = 0;
+  memmove(st->v + at + 1, st->v + at, (st->n - at) * sizeof *st->v);
+  st->v[at] = ns;
+  st->n++;
+  t->root[at] = root;
+  t->count[at] = count;
+  return GPUPLAN_OK;
+}
+
+static void state_erase(gpuplan_ctx *ctx, state *st, tpool *t, size_t at) {
+  gpuplan__free(ctx, st->v[at]->b);
+  gpuplan__free(ctx, st->v[at]);
+  memmove(st->v + at, st->v + at + 1, (st->n - at - 1) * sizeof *st->v);
+  st->n--;
+  t_drop_root(t, at);
+}
+
+/* Undo a segment_map (R28): [addr, addr + size) of a mapped range, free,
+ * becomes unmapped again; the range shrinks, splits in two or goes. */
+static int undo_map(const gpuplan_alloc_event *e, size_t i, state *st, tpool *t, gpuplan_replay_result *r) {
+  long si = pseg_find(st->v, st->n, e->addr), x, left, right;
+  uint64_t end = e->addr + e->size, fend;
+  rseg *g;
+  if (si < 0 || !st->v[si]->expandable || end > st->v[si]->addr + st->v[si]->size)
+    return diverge(r, i, "rebuilding: segment_map of %llu bytes at 0x%llx is not inside a mapped range of an "
+                         "expandable segment at the end", (unsigned long long)e->size, (unsigned long long)e->addr),
+           GPUPLAN_OK;
+  g = st->v[si];
+  x = t_le(t, t->root[si], e->addr);
+  if (x < 0 || t->v[x].b.allocated || end > t->v[x].b.addr + t->v[x].b.size)
+    return diverge(r, i, "rebuilding: segment_map of %llu bytes at 0x%llx does not fit a free block",
+                   (unsigned long long)e->size, (unsigned long long)e->addr), GPUPLAN_OK;
+  fend = t->v[x].b.addr + t->v[x].b.size;
+  if (t->v[x].b.addr < e->addr) t->v[x].b.size = e->addr - t->v[x].b.addr;
+  else t_erase(t, (size_t)si, e->addr);
+  if (fend > end) {
+    rblock tb;
+    memset(&tb, 0, sizeof tb);
+    tb.addr = end;
+    tb.size = fend - end;
+    GPUPLAN_TRY(t_insert(t, (size_t)si, &tb));
+  }
+  t_split(t, t->root[si], end, &left, &right);
+  if (e->addr > g->addr && end < g->addr + g->size) {
+    rseg proto = *g;
+    proto.addr = end;
+    proto.size = g->addr + g->size - end;
+    g->size = e->addr - g->addr;
+    t->root[si] = left;
+    t->count[si] = t_count(t, left);
+    return state_insert(t->ctx, st, t, (size_t)si + 1, &proto, right, t_count(t, right));
+  }
+  if (e->addr > g->addr) {
+    g->size = e->addr - g->addr;
+    t->root[si] = left;
+  } else if (end < g->addr + g->size) {
+    g->size = g->addr + g->size - end;
+    g->addr = end;
+    t->root[si] = right;
+  } else {
+    state_erase(t->ctx, st, t, (size_t)si);
+    return GPUPLAN_OK;
+  }
+  t->count[si] = t_count(t, t->root[si]);
+  return GPUPLAN_OK;
+}
+
+/* Join the mapped range after a into a when they touch (one reservation). */
+static void join_ranges(state *st, tpool *t, size_t a) {
+  size_t c = a + 1, n;
+  rseg *ga, *gc;
+  long x, y;
+  if (c >= st->n) return;
+  ga = st->v[a], gc = st->v[c];
+  if (!ga->expandable || !gc->expandable || ga->addr + ga->size != gc->addr || ga->stream != gc->stream ||
+      ga->small != gc->small)
+    return;
+  x = t_le(t, t->root[a], gc->addr - 1); /* a's last block */
+  y = t_eq(t, t->root[c], gc->addr);     /* c's first */
+  n = t->count[a] + t->count[c];
+  if (x >= 0 && y >= 0 && !t->v[x].b.allocated && !t->v[y].b.allocated) {
+    t->v[x].b.size += t->v[y].b.size;
+    t_erase(t, c, gc->addr);
+    n--;
+  }
+  t->root[a] = t_merge(t, t->root[a], t->root[c]);
+  ga->size += gc->size;
+  t->root[c] = -1;
+  state_erase(t->ctx, st, t, c);
+  t->count[a] = n;
+}
+
+/* Undo a segment_unmap (R29): [addr, addr + size) was mapped and free,
+ * merged with the mapped ranges right before and after it. */
+static int undo_unmap(const gpuplan_snapshot *s, const gpuplan_alloc_event *e, size_t i, state *st, tpool *t,
+                      gpuplan_replay_result *r) {
+  size_t lo = 0, hi = st->n;
+  uint64_t end = e->addr + e->size;
+  rseg proto;
+  rblock b;
+  while (lo < hi) {
+    size_t m = lo + (hi - lo) / 2;
+    if (st->v[m]->addr < e->addr) lo = m + 1;
+    else hi = m;
+  }
+  if ((lo < st->n && st->v[lo]->addr < end) ||
+      (lo > 0 && st->v[lo - 1]->addr + st->v[lo - 1]->size > e->addr))
+    return diverge(r, i, "rebuilding: segment_unmap of %llu bytes at 0x%llx overlaps a mapped range",
+                   (unsigned long long)e->size, (unsigned long long)e->addr), GPUPLAN_OK;
+  memset(&proto, 0, sizeof proto);
+  proto.addr = e->addr;
+  proto.size = e->size;
+  proto.stream = e->stream;
+  proto.expandable = 1;
+  if (lo > 0 && st->v[lo - 1]->expandable && st->v[lo - 1]->addr + st->v[lo - 1]->size == e->addr)
+    proto.small = st->v[lo - 1]->small, proto.private_pool = st->v[lo - 1]->private_pool;
+  else if (lo < st->n && st->v[lo]->expandable && st->v[lo]->addr == end)
+    proto.small = st->v[lo]->small, proto.private_pool = st->v[lo]->private_pool;
+  else
+    proto.small = e->size % s->conf.large_segment_size != 0; /* small pages are 2 MiB */
+  GPUPLAN_TRY(state_insert(t->ctx, st, t, lo, &proto, -1, 0));
+  memset(&b, 0, sizeof b);
+  b.addr = e->addr;
+  b.size = e->size;
+  GPUPLAN_TRY(t_insert(t, lo, &b));
+  /* Join the range after, then the range before (same stream and pool). */
+  join_ranges(st, t, lo);
+  if (lo > 0) join_ranges(st, t, lo - 1);
+  return GPUPLAN_OK;
+}
+
 /* Undo the trace from the end; on success *st is the state at its start.
  * Returns GPUPLAN_OK with r->diverged_at set when the file is inconsistent.
  *
@@ -906,6 +1106,14 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
       GPUPLAN_TRY(t_insert(t, lo, &b));
       break;
     }
+    case GPUPLAN_ACT_SEGMENT_MAP:
+      GPUPLAN_TRY(undo_map(e, i, st, t, r));
+      if (r->diverged_at != SIZE_MAX) return GPUPLAN_OK;
+      break;
+    case GPUPLAN_ACT_SEGMENT_UNMAP:
+      GPUPLAN_TRY(undo_unmap(s, e, i, st, t, r));
+      if (r->diverged_at != SIZE_MAX) return GPUPLAN_OK;
+      break;
     default:
       break;
     }
@@ -960,6 +1168,7 @@ static int start_state(gpuplan_ctx *ctx, gpuplan_snapshot *s) {
   for (i = 0; i < s->nev; i++)
     if (s->ev[i].action == GPUPLAN_ACT_SEGMENT_MAP || s->ev[i].action == GPUPLAN_ACT_SEGMENT_UNMAP)
       s->expandable_trace = 1;
+  s->facts.expandable = s->expandable_trace || s->conf.expandable_segments || s->facts.expandable_segments > 0;
   memset(&r, 0, sizeof r);
   r.diverged_at = SIZE_MAX;
   rc = state_copy(ctx, s, &s->start);
@@ -969,17 +1178,78 @@ static int start_state(gpuplan_ctx *ctx, gpuplan_snapshot *s) {
   return rc;
 }
 
-/* Install a state into a fresh allocator. */
-static int install(gpuplan_cachealloc *a, const state *st) {
+/* An exact replay's expandable reservations: as large as the address
+ * space PyTorch reserves on any GPU (1 1/8 of its memory), short of the
+ * next reservation above. */
+#define EXACT_VA (1ull << 40)
+
+/* The start's expandable reservations (exact replay): one for each
+ * (stream, pool) that has mapped ranges, from the lowest of them. */
+typedef struct rres {
+  uint64_t base, size, hi; /* hi: the end of what it has mapped so far */
+  uint64_t stream;
+  int small, rebuilt;      /* rebuilt: from the start state (its base assumed) */
+} rres;
+
+static uint64_t va_size(uint64_t base, uint64_t want, uint64_t page, const rres *res, size_t nres) {
+  uint64_t size = (EXACT_VA + page - 1) / page * page;
+  size_t k;
+  if (size < want) size = want;
+  for (k = 0; k < nres; k++)
+    if (res[k].base > base && res[k].base - base < size) size = (res[k].base - base) / page * page;
+  return size < want ? want : size;
+}
+
+/* Install a state into a fresh allocator; with res (room for st->n), the
+ * mapped ranges of expandable segments as reservations (listed in *res),
+ * else as plain segments. */
+static int install(gpuplan_cachealloc *a, const state *st, rres *res, size_t *nres) {
   gpuplan_ctx *ctx = gpuplan__alloc_ctx(a);
   gpuplan__install_block *ib;
-  size_t i, j, most = 1;
+  size_t i, j, k, most = 1, all = 0;
   int rc = GPUPLAN_OK;
-  for (i = 0; i < st->n; i++)
+  for (i = 0; i < st->n; i++) {
     if (st->v[i]->n > most) most = st->v[i]->n;
+    if (st->v[i]->expandable) all += st->v[i]->n;
+  }
+  if (res && all > most) most = all;
   if (!(ib = gpuplan__malloc(ctx, most * sizeof *ib))) return gpuplan__nomem(ctx);
+  if (res) {
+    /* The reservations first (their bases), then their blocks. */
+    *nres = 0;
+    for (i = 0; i < st->n; i++) {
+      const rseg *g = st->v[i];
+      if (!g->expandable) continue;
+      for (k = 0; k < *nres && !(res[k].stream == g->stream && res[k].small == g->small); k++) continue;
+      if (k == *nres) {
+        res[k].base = g->addr;
+        res[k].stream = g->stream;
+        res[k].small = g->small;
+        res[k].rebuilt = 1;
+        ++*nres;
+      }
+      res[k].hi = g->addr + g->size;
+    }
+    for (k = 0; k < *nres && rc == GPUPLAN_OK; k++) {
+      uint64_t page = res[k].small ? KSMALL_BUFFER : gpuplan__alloc_large_page(a);
+      size_t n = 0;
+      res[k].size = va_size(res[k].base, res[k].hi - res[k].base, page, res, *nres);
+      for (i = 0; i < st->n; i++) {
+        const rseg *g = st->v[i];
+        if (!g->expandable || g->stream != res[k].stream || g->small != res[k].small) continue;
+        for (j = 0; j < g->n; j++, n++) {
+          ib[n].addr = g->b[j].addr;
+          ib[n].size = g->b[j].size;
+          ib[n].requested = g->b[j].requested;
+          ib[n].allocated = g->b[j].allocated;
+        }
+      }
+      rc = gpuplan__alloc_install_expandable(a, res[k].base, res[k].size, res[k].stream, res[k].small, ib, n);
+    }
+  }
   for (i = 0; i < st->n && rc == GPUPLAN_OK; i++) {
     const rseg *g = st->v[i];
+    if (res && g->expandable) continue;
     for (j = 0; j < g->n; j++) {
       ib[j].addr = g->b[j].addr;
       ib[j].size = g->b[j].size;
@@ -1003,7 +1273,93 @@ typedef struct rdev {
   char why[256];
   uint64_t device_free;
   gpuplan_cachealloc *a;
+  rres *res;                         /* expandable reservations */
+  size_t nres, capres;
 } rdev;
+
+static void rdev_mismatch(rdev *d, const char *fmt, ...) GPUPLAN_PRINTF(2, 3);
+static void rdev_mismatch(rdev *d, const char *fmt, ...) {
+  va_list ap;
+  if (d->mismatch) return;
+  d->mismatch = 1;
+  va_start(ap, fmt);
+  vsnprintf(d->why, sizeof d->why, fmt, ap);
+  va_end(ap);
+}
+
+/* The pending event of this action at addr (size) from d->i on, moved to
+ * d->i, or 0: PyTorch unmaps in pool order, the model in address order. */
+static int rdev_take(rdev *d, gpuplan_alloc_action act, uint64_t addr, uint64_t size) {
+  size_t k;
+  for (k = d->i; k < d->n; k++)
+    if (d->pend[k]->action == act && d->pend[k]->addr == addr && d->pend[k]->size == size) {
+      const gpuplan_alloc_event *e = d->pend[k];
+      d->pend[k] = d->pend[d->i];
+      d->pend[d->i++] = e;
+      return 1;
+    }
+  return 0;
+}
+
+/* A new expandable reservation: at the address of the segment_map the
+ * trace has next (maps grow from the base). */
+static int rdev_reserve(void *payload, uint64_t want, uint64_t page, uint64_t stream, int small, uint64_t *base,
+                        uint64_t *size) {
+  rdev *d = payload;
+  const gpuplan_alloc_event *e;
+  size_t k;
+  if (d->i >= d->n || d->pend[d->i]->action != GPUPLAN_ACT_SEGMENT_MAP) return GPUPLAN_ENOTFOUND;
+  e = d->pend[d->i];
+  for (k = 0; k < d->nres; k++)
+    if (d->res[k].base <= e->addr && e->addr < d->res[k].hi) {
+      rdev_mismatch(d, "the model reserves a new expandable segment (stream %llu, %s pool) where the trace maps "
+                       "%llu bytes at 0x%llx inside the one at 0x%llx",
+                    (unsigned long long)stream, small ? "small" : "large", (unsigned long long)e->size,
+                    (unsigned long long)e->addr, (unsigned long long)d->res[k].base);
+      return GPUPLAN_ENOTFOUND;
+    }
+  if (d->nres == d->capres) {
+    size_t ncap = d->capres * 2 + 8;
+    rres *nr = gpuplan__realloc(gpuplan__alloc_ctx(d->a), d->res, ncap * sizeof *nr);
+    if (!nr) return GPUPLAN_ENOMEM; /* the mock's space: the map check then fails */
+    d->res = nr;
+    d->capres = ncap;
+  }
+  *base = e->addr;
+  *size = va_size(e->addr, want, page, d->res, d->nres);
+  d->res[d->nres].base = e->addr;
+  d->res[d->nres].size = *size;
+  d->res[d->nres].hi = e->addr;
+  d->res[d->nres].stream = stream;
+  d->res[d->nres].small = small;
+  d->res[d->nres].rebuilt = 0;
+  d->nres++;
+  return GPUPLAN_OK;
+}
+
+static int rdev_map(void *payload, uint64_t addr, uint64_t size) {
+  rdev *d = payload;
+  const gpuplan_alloc_event *e;
+  size_t k;
+  if (d->i >= d->n || d->pend[d->i]->action != GPUPLAN_ACT_SEGMENT_MAP)
+    return GPUPLAN_ENOTFOUND; /* the real device refused: what the trace shows */
+  e = d->pend[d->i++];
+  if (e->addr != addr || e->size != size)
+    rdev_mismatch(d, "segment_map of %llu bytes at 0x%llx where the trace maps %llu at 0x%llx",
+                  (unsigned long long)size, (unsigned long long)addr, (unsigned long long)e->size,
+                  (unsigned long long)e->addr);
+  for (k = 0; k < d->nres; k++)
+    if (d->res[k].base <= addr && addr < d->res[k].base + d->res[k].size && d->res[k].hi < addr + size)
+      d->res[k].hi = addr + size;
+  return GPUPLAN_OK;
+}
+
+static void rdev_unmap(void *payload, uint64_t addr, uint64_t size) {
+  rdev *d = payload;
+  if (d->closing || rdev_take(d, GPUPLAN_ACT_SEGMENT_UNMAP, addr, size)) return;
+  rdev_mismatch(d, "segment_unmap of %llu bytes at 0x%llx that the trace does not unmap here",
+                (unsigned long long)size, (unsigned long long)addr);
+}
 
 static int rdev_malloc(void *payload, uint64_t size, uint64_t *addr_out) {
   rdev *d = payload;
@@ -1028,6 +1384,10 @@ static void rdev_free(void *payload, uint64_t addr, uint64_t size) {
     d->i++;
     return;
   }
+  /* past the unmaps of the same empty_cache() */
+  if (d->i < d->n && d->pend[d->i]->action == GPUPLAN_ACT_SEGMENT_UNMAP &&
+      rdev_take(d, GPUPLAN_ACT_SEGMENT_FREE, addr, size))
+    return;
   if (!d->mismatch) {
     d->mismatch = 1;
     snprintf(d->why, sizeof d->why, "cudaFree of the %llu-byte segment at 0x%llx that the trace does not free here",
@@ -1235,10 +1595,19 @@ static int compare_final(gpuplan_cachealloc *a, const gpuplan_snapshot *s, gpupl
   return GPUPLAN_OK;
 }
 
+static const char *pend_name(gpuplan_alloc_action a) {
+  return a == GPUPLAN_ACT_SEGMENT_ALLOC ? "cudaMalloc"
+         : a == GPUPLAN_ACT_SEGMENT_FREE ? "cudaFree"
+         : a == GPUPLAN_ACT_SEGMENT_MAP  ? "segment_map"
+                                         : "segment_unmap";
+}
+
 static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *st,
                      const gpuplan_replay_options *o, gpuplan_replay_result *r, gpuplan__replay_ext *x) {
   rdev d;
   gpuplan_device_ops ops;
+  gpuplan__va_ops va;
+  gpuplan_alloc_conf conf = s->conf;
   gpuplan_cachealloc *a = NULL;
   amap requested; /* addresses freed by free_requested, awaiting free_completed */
   size_t i;
@@ -1252,10 +1621,22 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
   d.cap = 64;
   d.pend = gpuplan__malloc(ctx, d.cap * sizeof *d.pend);
   if (!d.pend) return gpuplan__nomem(ctx);
-  rc = gpuplan_cachealloc_new(ctx, &s->conf, 0, &ops, &a);
+  /* Maps in the trace: it was recorded with expandable segments, whatever
+   * allocator_settings say (2.1-2.3 wrote none). */
+  if (s->expandable_trace) conf.expandable_segments = 1;
+  rc = gpuplan_cachealloc_new(ctx, &conf, 0, &ops, &a);
   d.a = a;
-  if (rc == GPUPLAN_OK) rc = install(a, st);
+  if (rc == GPUPLAN_OK) {
+    d.capres = st->n + 8;
+    if (!(d.res = gpuplan__malloc(ctx, d.capres * sizeof *d.res))) rc = gpuplan__nomem(ctx);
+  }
+  if (rc == GPUPLAN_OK) rc = install(a, st, d.res, &d.nres);
   if (rc) goto out;
+  va.reserve = rdev_reserve;
+  va.map = rdev_map;
+  va.unmap = rdev_unmap;
+  va.payload = &d;
+  gpuplan__alloc_set_va_ops(a, &va);
   if (o->trace) gpuplan_cachealloc_set_trace(a, o->trace, o->trace_payload);
   r->start_allocated = (uint64_t)gpuplan_cachealloc_stats(a)->allocated_bytes[0].current;
   r->start_reserved = (uint64_t)gpuplan_cachealloc_stats(a)->reserved_bytes[0].current;
@@ -1266,7 +1647,7 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
     if (d.mismatch) diverge(r, idx, "%s", d.why);                                     \
     else if (d.i != d.n)                                                              \
       diverge(r, idx, "the trace has a %s of %llu bytes at 0x%llx that the model did not do", \
-              d.pend[d.i]->action == GPUPLAN_ACT_SEGMENT_ALLOC ? "cudaMalloc" : "cudaFree", \
+              pend_name(d.pend[d.i]->action),                                         \
               (unsigned long long)d.pend[d.i]->size, (unsigned long long)d.pend[d.i]->addr); \
     d.n = d.i = 0;                                                                    \
   } while (0)
@@ -1278,6 +1659,8 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
     switch (e->action) {
     case GPUPLAN_ACT_SEGMENT_ALLOC:
     case GPUPLAN_ACT_SEGMENT_FREE:
+    case GPUPLAN_ACT_SEGMENT_MAP:
+    case GPUPLAN_ACT_SEGMENT_UNMAP:
       if (d.n == d.cap) {
         const gpuplan_alloc_event **np = gpuplan__realloc(ctx, d.pend, d.cap * 2 * sizeof *np);
         if (!np) {
@@ -1288,12 +1671,13 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
         d.cap *= 2;
       }
       d.pend[d.n++] = e;
-      if (e->action == GPUPLAN_ACT_SEGMENT_ALLOC) r->segment_allocs++;
+      if (e->action == GPUPLAN_ACT_SEGMENT_ALLOC || e->action == GPUPLAN_ACT_SEGMENT_MAP) r->segment_allocs++;
       break;
     case GPUPLAN_ACT_ALLOC:
     case GPUPLAN_ACT_OOM:
       /* A run of cudaFrees not ended by a cudaMalloc was an empty_cache(). */
-      if (d.n && d.pend[d.n - 1]->action == GPUPLAN_ACT_SEGMENT_FREE && e->action == GPUPLAN_ACT_ALLOC) {
+      if (d.n && (d.pend[d.n - 1]->action == GPUPLAN_ACT_SEGMENT_FREE || d.pend[d.n - 1]->action == GPUPLAN_ACT_SEGMENT_UNMAP) &&
+          e->action == GPUPLAN_ACT_ALLOC) {
         if ((rc = gpuplan_cachealloc_empty_cache(a))) goto out;
         CHECK_CONSUMED(i);
         if (r->diverged_at != SIZE_MAX) break;
@@ -1372,6 +1756,7 @@ out:
   d.closing = 1;
   gpuplan_cachealloc_free(a); /* returns the segments through rdev_free: ignored */
   gpuplan__free(ctx, d.pend);
+  gpuplan__free(ctx, d.res);
   gpuplan__free(ctx, requested.k);
   gpuplan__free(ctx, requested.v);
   return rc;
@@ -1396,7 +1781,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
   if (rc) return rc;
   rc = gpuplan_cachealloc_new(ctx, &conf, capacity, NULL, &a);
   if (rc) return rc;
-  if ((rc = install(a, st))) goto out;
+  if ((rc = install(a, st, NULL, NULL))) goto out;
   for (i = 0; i < st->n; i++)
     if (st->v[i]->addr + st->v[i]->size > top) top = st->v[i]->addr + st->v[i]->size;
   /* New segments come from above the recorded ones; the recorded ones
@@ -1433,9 +1818,13 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
     r->events++;
     switch (e->action) {
     case GPUPLAN_ACT_SEGMENT_FREE:
-      /* A run of cudaFrees that no cudaMalloc or OOM ends was an empty_cache(). */
+    case GPUPLAN_ACT_SEGMENT_UNMAP:
+      /* A run of cudaFrees (unmaps) that no cudaMalloc (map) or OOM ends was
+       * an empty_cache(). */
       if ((i + 1 == s->nev || (s->ev[i + 1].action != GPUPLAN_ACT_SEGMENT_FREE &&
                                s->ev[i + 1].action != GPUPLAN_ACT_SEGMENT_ALLOC &&
+                               s->ev[i + 1].action != GPUPLAN_ACT_SEGMENT_UNMAP &&
+                               s->ev[i + 1].action != GPUPLAN_ACT_SEGMENT_MAP &&
                                s->ev[i + 1].action != GPUPLAN_ACT_OOM)) &&
           (rc = gpuplan_cachealloc_empty_cache(a)))
         goto out;
@@ -1500,6 +1889,23 @@ out:
 /* The trace was recorded with expandable segments (R26-R30). */
 static int recorded_expandable(const gpuplan_snapshot *s) {
   return s->conf.expandable_segments || s->expandable_trace;
+}
+
+/* Whether a rebuilt start holds mapped ranges of expandable segments, whose
+ * reservations' bases the file does not give; *n: how many reservations. */
+static int rebuilt_expandable(const state *st, int *n) {
+  size_t i, k;
+  uint64_t seen[16][2];
+  size_t ns = 0;
+  *n = 0;
+  for (i = 0; i < st->n; i++) {
+    const rseg *g = st->v[i];
+    if (!g->expandable) continue;
+    for (k = 0; k < ns && !(seen[k][0] == g->stream && seen[k][1] == (uint64_t)g->small); k++) continue;
+    if (k == ns && ns < 16) seen[ns][0] = g->stream, seen[ns][1] = (uint64_t)g->small, ns++;
+  }
+  *n = (int)ns;
+  return ns > 0;
 }
 
 /* The ambiguous blocks of a rebuilt start: count, and whether one lies in
@@ -1667,11 +2073,6 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
   memset(r, 0, sizeof *r);
   r->diverged_at = SIZE_MAX;
   r->oom_event = SIZE_MAX;
-  if (!o->alloc_conf && !o->capacity && recorded_expandable(s))
-    return gpuplan__error(ctx, GPUPLAN_EUNSUPPORTED,
-                          "replay: the trace was recorded with expandable_segments; the exact check "
-                          "supports the native segments only (a what-if replay, with --alloc-conf or "
-                          "--gpu, works)");
   {
     overrides ov;
     int whatif = o->alloc_conf || o->capacity;
@@ -1774,6 +2175,29 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
                  "block out whole when at most 1 MiB would be left), and event %zu (%.120s) lands where only "
                  "another choice puts it; the peaks are the trace's own (its cudaMallocs and allocations)",
                  n, r->diverged_at, r->divergence);
+        r->diverged_at = SIZE_MAX;
+        r->divergence[0] = 0;
+        r->exact = 0;
+        rc = trace_figures(ctx, s, cur, r);
+      } else if (rebuilt_expandable(cur, &in_seg) || s->facts.private_segments) {
+        /* Not a divergence either: what the file leaves open decides. */
+        x->unchecked_from = r->diverged_at;
+        x->unchecked_to = s->nev;
+        if (in_seg)
+          snprintf(x->unchecked_why, sizeof x->unchecked_why,
+                   "the trace starts mid-run with %d expandable segment(s) mapped: the file shows their mapped "
+                   "ranges but not where each reservation begins (pages below the lowest may have been mapped "
+                   "and unmapped before the trace) nor which pages were mapped first; the replay assumed each "
+                   "starts at its lowest mapped range, and event %zu (%.200s) lands where only another start "
+                   "puts it; the peaks are the trace's own (its maps and allocations)",
+                   in_seg, r->diverged_at, r->divergence);
+        else
+          snprintf(x->unchecked_why, sizeof x->unchecked_why,
+                   "the file has %zu segment(s) of %zu private pool(s) (segment_pool_id not (0, 0): a MemPool's "
+                   "or a CUDA graph's, whose blocks serve only allocations made in that pool), and its trace "
+                   "entries do not say which pool an allocation was made in (torch 2.1-2.10 record none): from "
+                   "event %zu (%.160s) the placement depends on it; the peaks are the trace's own",
+                   s->facts.private_segments, s->facts.pools, r->diverged_at, r->divergence);
         r->diverged_at = SIZE_MAX;
         r->divergence[0] = 0;
         r->exact = 0;

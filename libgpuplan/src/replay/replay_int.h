@@ -47,7 +47,12 @@ typedef struct gpuplan__snapshot_facts {
   size_t traced_devices;      /* entries of device_traces */
   size_t segments_all;        /* segments of every device */
   size_t expandable_segments; /* segments with is_expandable */
+  int expandable;             /* recorded with expandable segments (maps in the trace, settings, segments) */
+  size_t annotations;         /* external_annotations of this device */
+  size_t pools;               /* private pools (segment_pool_id not (0, 0)) among its segments */
+  size_t private_segments;    /* its segments in them */
 } gpuplan__snapshot_facts;
+#define GPUPLAN__MAX_POOLS_SEEN 64 /* pools counts up to this many */
 const gpuplan__snapshot_facts *gpuplan__snapshot_facts_of(const gpuplan_snapshot *s);
 
 #endif /* GPUPLAN_REPLAY_INT_H */

@@ -115,3 +115,137 @@ write("linear-grad-113-list.pickle", strip_frames(load("linear-grad.pickle"))["s
 
 # AL-5: a file with nothing to check.
 write("empty-trace.pickle", {"segments": [], "device_traces": [[]]})
+
+
+# --- expandable segments (expandable_segments:True, torch 2.1-2.10) ---------
+#
+# No real trace recorded with expandable segments is vendored (no GPU), so
+# these are derived by hand from c10/cuda/CUDACachingAllocator.cpp, in the
+# exact format torch/csrc/cuda/memory_snapshot.cpp writes.  The rules used:
+#  - one ExpandableSegment (a virtual reservation) per (stream, pool), made
+#    only when no unmapped space of that (stream, pool) has room
+#    (find_expandable_block); pages are 20 MiB (large pool) or 2 MiB
+#    (small); map_block maps the pages covering the request from the
+#    candidate and records segment_map(start of the mapped range, bytes);
+#  - get_free_block is best fit over mapped free blocks; should_split under
+#    expandable segments: split when >= 512 bytes are left;
+#  - empty_cache() unmaps the whole free pages of every free block
+#    (segment_unmap, page-aligned) and keeps partial pages mapped;
+#  - the snapshot lists one segment dict per contiguous *mapped* range.
+# The derivation, event by event (L0: large pool, stream 0; SP: small pool,
+# stream 0; L1: large pool, stream 1):
+#  0 segment_map L0+0 40 MiB   alloc A 30 MiB: no free block; a new
+#                              reservation at L0; 2 pages cover 30 MiB
+#  1 alloc L0+0 30 MiB         A split off the 40 MiB block, 10 MiB free
+#  2 alloc L0+30 5 MiB         B: best fit is the 10 MiB tail; 5 MiB left
+#  3,4 free A                  [L0, 30) free (B, allocated, after it)
+#  5 alloc L0+0 25 MiB         C: best fit of {5 @35, 30 @0} is 30 @0
+#  6 segment_map L0+40 20 MiB  D 12 MiB: no free block >= 12; the free
+#                              5 MiB @35 before the unmapped tail has room:
+#                              map 7 MiB more = 1 page @40, merged: 25 @35
+#  7 alloc L0+35 12 MiB        D; 13 MiB free @47
+#  8,9 free B                  merges with 5 @25: 10 @25
+#  10,11 free C                merges: 35 @0
+#  12 segment_unmap L0+0 20 MiB  empty_cache(): whole pages of 35 @0 is
+#                              [0, 20); 13 @47 has none ([47, 60) holds no
+#                              whole page); 15 @20 stays mapped and free
+#  13 segment_map SP+0 2 MiB   E 4096 bytes, small pool: a reservation of
+#                              its own, 1 page of 2 MiB
+#  14 alloc SP+0 4096          E
+#  15 alloc SP+4096 1 MiB      F (1 MiB is still the small pool)
+#  16 segment_map L1+0 40 MiB  G 30 MiB on stream 1: its own reservation
+#  17 alloc L1+0 30 MiB        G
+#  18 segment_map L0+0 20 MiB  H 22 MiB: no free block >= 22 (15 @20,
+#                              13 @47); the lowest unmapped range, the
+#                              20 MiB hole at the base, plus the free 15
+#                              after it has room: map it, merged: 35 @0
+#  19 alloc L0+0 22 MiB        H; 13 MiB free @22
+# Final mapped ranges: L0 [0, 60) = H 22, free 13, D 12, free 13;
+# SP [0, 2 MiB) = E, F, free; L1 [0, 40) = G 30, free 10.
+L0, SP, L1 = 0x7F4000000000, 0x7F6000000000, 0x7F8000000000
+XSETTINGS = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "max_split_size": -1,
+             "garbage_collection_threshold": 0.0, "expandable_segments": True, "release_lock_on_cudamalloc": False,
+             "pinned_use_cuda_host_register": False, "roundup_power2_divisions": {}}
+
+
+def xseg(addr, blocks, stream=0, small=False, pool=(0, 0)):
+    """A mapped range of an expandable segment from [(size, requested, allocated)]."""
+    out, at = [], addr
+    for s, r, a in blocks:
+        out.append({"address": at, "size": s, "requested_size": r,
+                    "state": "active_allocated" if a else "inactive", "frames": []})
+        at += s
+    return {"device": 0, "address": addr, "total_size": at - addr,
+            "allocated_size": sum(b[0] for b in blocks if b[2]), "active_size": sum(b[0] for b in blocks if b[2]),
+            "requested_size": sum(b[1] for b in blocks if b[2]), "stream": stream,
+            "segment_type": "small" if small else "large", "segment_pool_id": pool, "is_expandable": True,
+            "frames": [], "blocks": out}
+
+
+_T = [1700000000000000]
+
+
+def xev(action, addr, size, stream=0):
+    _T[0] += 10
+    return {"action": action, "addr": addr, "size": size, "stream": stream, "frames": [], "time_us": _T[0],
+            "compile_context": "N/A", "user_metadata": ""}
+
+
+def xfree(addr, size, stream=0):
+    return [xev("free_requested", addr, size, stream), xev("free_completed", addr, size, stream)]
+
+
+def expandable_trace(d_at=L0 + 35 * MiB):
+    return ([xev("segment_map", L0, 40 * MiB), xev("alloc", L0, 30 * MiB), xev("alloc", L0 + 30 * MiB, 5 * MiB)]
+            + xfree(L0, 30 * MiB)
+            + [xev("alloc", L0, 25 * MiB), xev("segment_map", L0 + 40 * MiB, 20 * MiB), xev("alloc", d_at, 12 * MiB)]
+            + xfree(L0 + 30 * MiB, 5 * MiB) + xfree(L0, 25 * MiB)
+            + [xev("segment_unmap", L0, 20 * MiB),
+               xev("segment_map", SP, 2 * MiB), xev("alloc", SP, 4096), xev("alloc", SP + 4096, MiB),
+               xev("segment_map", L1, 40 * MiB, 1), xev("alloc", L1, 30 * MiB, 1),
+               xev("segment_map", L0, 20 * MiB), xev("alloc", L0, 22 * MiB)])
+
+
+def expandable_final(d_at=L0 + 35 * MiB, with_h=True):
+    lead = d_at - L0 - 22 * MiB
+    l0 = ([(22 * MiB, 22 * MiB, True), (lead, 0, False)] if with_h else [(15 * MiB + (d_at - L0 - 35 * MiB), 0, False)])
+    l0 += [(12 * MiB, 12 * MiB, True), (L0 + 60 * MiB - d_at - 12 * MiB, 0, False)]
+    return [xseg(L0 if with_h else L0 + 20 * MiB, l0),
+            xseg(SP, [(4096, 4096, True), (MiB, MiB, True), (2 * MiB - 4096 - MiB, 0, False)], small=True),
+            xseg(L1, [(30 * MiB, 30 * MiB, True), (10 * MiB, 0, False)], stream=1)]
+
+
+ANNOTATIONS = [{"name": "forward", "stage": "START", "device": 0, "time_us": 1700000000000001},
+               {"name": "forward", "stage": "END", "device": 0, "time_us": 1700000000000150}]
+
+
+def xsnap(segments, trace):
+    return {"segments": segments, "device_traces": [trace], "allocator_settings": XSETTINGS,
+            "external_annotations": ANNOTATIONS}
+
+
+# Exact: 20 events, every map, unmap and address checked.
+write("expandable.pickle", xsnap(expandable_final(), expandable_trace()))
+# Divergence: D moved 1 MiB up (in the trace and, consistently, in the
+# final state): the model puts it at L0+35 MiB at event 7.
+write("expandable-moved-alloc.pickle", xsnap(expandable_final(L0 + 36 * MiB), expandable_trace(L0 + 36 * MiB)))
+# Mid-run, checkable: the ring buffer kept events 13-17 only.  The start
+# rebuilt from the end has L0's mapped range [20, 60) MiB (15 free, D,
+# 13 free); nothing after needs to know where L0's reservation begins.
+write("expandable-midrun.pickle", xsnap(expandable_final(with_h=False), expandable_trace()[13:18]))
+# Mid-run, not checkable: events 13-19.  H goes into the unmapped hole at
+# L0's base, which the file cannot show (the start's lowest mapped range
+# is at L0+20 MiB): event 6 (H's alloc) is reported unchecked.
+write("expandable-midrun-hole.pickle", xsnap(expandable_final(), expandable_trace()[13:]))
+
+# A private pool (segment_pool_id (1, 0): a MemPool's): its free 20 MiB
+# segment must not serve the default pool's 5 MiB allocation, which went to
+# a new segment at S1.  The trace does not say which pool an allocation was
+# made in, so from event 1 the replay reports its events unchecked.
+pooled = seg(S0, [(20 * MiB, 0, False)])
+pooled["segment_pool_id"] = (1, 0)
+dflt = seg(S1, [(5 * MiB, 5 * MiB, True), (15 * MiB, 0, False)])
+dflt["segment_pool_id"] = (0, 0)
+write("private-pool.pickle", {"segments": [pooled, dflt],
+                              "device_traces": [[ev("segment_alloc", S1, 20 * MiB), ev("alloc", S1, 5 * MiB)]],
+                              "allocator_settings": SETTINGS, "external_annotations": []})
