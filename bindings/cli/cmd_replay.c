@@ -64,13 +64,17 @@ static int render_replay(cli *c, gpuplan_doc *doc) {
     printf("trace starts mid-run: start state rebuilt backwards from the final segments "
            "(%.1f MiB allocated, %.1f MiB reserved at the first event)\n",
            mib(dnum(r, "start_allocated_bytes")), mib(dnum(r, "start_reserved_bytes")));
+  if (dv(r, "host_entries") && !disnull(r, "host_entries"))
+    printf("pinned host memory: %lld host_segments/host_traces entries (read, not replayed)\n",
+           (long long)dint(r, "host_entries"));
   if (strcmp(dstr(r, "mode"), "exact") == 0) {
     if (dint(r, "trace_events") == 0)
       printf("nothing to check: no trace events\n");
     else if (dbool(r, "exact"))
-      printf("exact match: %lld allocations at their recorded addresses, %lld cudaMallocs of "
+      printf("exact match: %lld allocations at their recorded addresses, %lld %s of "
              "their recorded sizes, final layout equal to the file's segments\n",
-             (long long)dint(r, "allocs"), (long long)dint(r, "segment_allocs"));
+             (long long)dint(r, "allocs"), (long long)dint(r, "segment_allocs"),
+             dbool(r, "expandable") ? "segment maps (cuMemMap)" : "cudaMallocs");
     else if (!disnull(r, "diverged_at"))
       printf("DIVERGES at event %lld: %s\n", (long long)dint(r, "diverged_at"),
              term_safe(dstr(r, "divergence"), why, sizeof why));

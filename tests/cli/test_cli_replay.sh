@@ -94,6 +94,12 @@ check "no oom in text" 2 "no out-of-memory message" -- "$gp" explain-oom "segmen
 # derives their events from PyTorch's algorithm), checked exactly.
 check "expandable exact" 0 "exact match: 8 allocations" -- "$gp" replay "$data/expandable.pickle"
 check "expandable document" 0 '"expandable": true' -- "$gp" replay "$data/expandable.pickle" --json
+check "expandable says segment maps" 0 "5 segment maps (cuMemMap) of their recorded sizes" -- "$gp" replay "$data/expandable.pickle"
+nocheck "expandable says no cudaMallocs" "cudaMallocs of their" -- "$gp" replay "$data/expandable.pickle"
+check "no host memory" 0 '"host_entries": null' -- "$gp" replay "$data/expandable.pickle" --json
+check "expandable page: exact map" 0 "" -- "$gp" replay "$data/expandable.pickle" --html "$tmp/exp.html"
+check "expandable page draws the layout" 0 'data-layout="exact"' -- cat "$tmp/exp.html"
+nocheck "expandable page: not left undrawn" 'id="no-map"' -- cat "$tmp/exp.html"
 check "expandable annotations" 0 '"annotations": 2' -- "$gp" replay "$data/expandable.pickle" --json
 check "expandable rules" 0 '"rules": ' -- "$gp" replay "$data/expandable.pickle" --json
 check "expandable moved alloc" 0 "DIVERGES at event 7: .*the trace at 0x7f4002400000" -- "$gp" replay "$data/expandable-moved-alloc.pickle"

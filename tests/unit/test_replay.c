@@ -763,6 +763,120 @@ static void test_replay__private_pool_is_unchecked(void **state) {
   counting_done(&c, ctx);
 }
 
+/* Snapshots from PyTorch main may carry pinned host memory (host_segments,
+ * host_traces; pytorch#182407): read without error and counted
+ * (host_entries), not replayed.  And the html page draws the allocator's
+ * own layout at the peak (layout_at_peak), so its note says exact. */
+static void test_replay__host_entries_and_exact_page_layout(void **state) {
+  counting c;
+  gpuplan_ctx *ctx;
+  gpuplan_catalog *cat = NULL;
+  gpuplan_job *job = NULL;
+  gpuplan_doc *d = NULL;
+  pk b = {NULL, 0, 0};
+  char page[] = "/tmp/gpuplan-test-replay-XXXXXX";
+  char *html;
+  size_t i, n;
+  long len;
+  FILE *f;
+  int fd;
+  (void)state;
+  counting_init(&c);
+  ctx = counting_ctx(&c);
+  assert_int_equal(gpuplan_catalog_open_default(ctx, &cat), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_new(ctx, cat, &job), GPUPLAN_OK);
+  /* Without host memory: null.  A cudaMalloc of 2 MiB (the small pool's
+   * buffer), 8 allocations of 512 bytes from its low end. */
+  pk_put(&b, "\x80\x02}(", 4);
+  pk_str(&b, "segments");
+  pk_put(&b, "](}(", 4);
+  pk_kv_int(&b, "device", 0);
+  pk_kv_int(&b, "address", 0x7f0000000000ull);
+  pk_kv_int(&b, "total_size", 2u << 20);
+  pk_kv_int(&b, "stream", 0);
+  pk_kv_str(&b, "segment_type", "small");
+  pk_str(&b, "blocks");
+  pk_put(&b, "](", 2);
+  for (i = 0; i < 9; i++) {
+    pk_put(&b, "}(", 2);
+    pk_kv_int(&b, "size", i < 8 ? 512 : (2u << 20) - 8 * 512);
+    pk_kv_int(&b, "requested_size", i < 8 ? 512 : 0);
+    pk_kv_str(&b, "state", i < 8 ? "active_allocated" : "inactive");
+    pk_op(&b, 'u');
+  }
+  pk_put(&b, "eue", 3); /* blocks, segment, segments */
+  pk_str(&b, "device_traces");
+  pk_put(&b, "](](", 4);
+  pk_put(&b, "}(", 2);
+  pk_kv_str(&b, "action", "segment_alloc");
+  pk_kv_int(&b, "addr", 0x7f0000000000ull);
+  pk_kv_int(&b, "size", 2u << 20);
+  pk_kv_int(&b, "stream", 0);
+  pk_op(&b, 'u');
+  for (i = 0; i < 8; i++) {
+    pk_put(&b, "}(", 2);
+    pk_kv_str(&b, "action", "alloc");
+    pk_kv_int(&b, "addr", 0x7f0000000000ull + i * 512);
+    pk_kv_int(&b, "size", 512);
+    pk_kv_int(&b, "stream", 0);
+    pk_op(&b, 'u');
+  }
+  pk_put(&b, "eeu.", 4); /* trace, traces, root */
+  assert_int_equal(gpuplan_job_run_snapshot(job, b.p, b.n, &d), GPUPLAN_OK);
+  assert_int_equal(gpuplan_value_type_of(dget(d, "host_entries")), GPUPLAN_VALUE_NULL);
+  assert_non_null(gpuplan_value_get(gpuplan_doc_root(d), "host_entries"));
+  gpuplan_doc_free(d);
+  /* With: 2 host segments and 3 host trace entries (one list per device). */
+  b.n -= 2; /* the root's SETITEMS and STOP */
+  pk_str(&b, "host_segments");
+  pk_put(&b, "](", 2);
+  for (i = 0; i < 2; i++) {
+    pk_put(&b, "}(", 2);
+    pk_kv_int(&b, "address", 0x10000 + i * 0x1000);
+    pk_kv_int(&b, "total_size", 4096);
+    pk_op(&b, 'u');
+  }
+  pk_op(&b, 'e');
+  pk_str(&b, "host_traces");
+  pk_put(&b, "](](", 4);
+  for (i = 0; i < 3; i++) {
+    pk_put(&b, "}(", 2);
+    pk_kv_str(&b, "action", "alloc");
+    pk_kv_int(&b, "addr", 0x10000 + i * 512);
+    pk_kv_int(&b, "size", 512);
+    pk_op(&b, 'u');
+  }
+  pk_put(&b, "eeu.", 4);
+  fd = mkstemp(page);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_int_equal(gpuplan_job_set(job, "html", page), GPUPLAN_OK);
+  if (gpuplan_job_run_snapshot(job, b.p, b.n, &d)) fail_msg("%s", gpuplan_errmsg(ctx));
+  assert_int_equal(gpuplan_value_int(dget(d, "host_entries")), 5);
+  assert_true(gpuplan_value_bool(dget(d, "exact")));
+  assert_int_equal(gpuplan_value_int(dget(d, "allocs")), 8);
+  gpuplan_doc_free(d);
+  f = fopen(page, "rb");
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  len = ftell(f);
+  assert_true(len > 0);
+  rewind(f);
+  html = malloc((size_t)len + 1);
+  assert_non_null(html);
+  n = fread(html, 1, (size_t)len, f);
+  fclose(f);
+  html[n] = 0;
+  assert_non_null(strstr(html, "data-layout=\"exact\""));
+  assert_non_null(strstr(html, "allocated at event 8"));
+  free(html);
+  unlink(page);
+  free(b.p);
+  gpuplan_job_free(job);
+  gpuplan_catalog_free(cat);
+  counting_done(&c, ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_replay__real_traces_match_exactly),
@@ -785,6 +899,7 @@ int main(void) {
     cmocka_unit_test(test_replay__expandable_moved_alloc_diverges),
     cmocka_unit_test(test_replay__expandable_midrun),
     cmocka_unit_test(test_replay__private_pool_is_unchecked),
+    cmocka_unit_test(test_replay__host_entries_and_exact_page_layout),
   };
   return cmocka_run_group_tests_name("replay", tests, NULL, NULL);
 }

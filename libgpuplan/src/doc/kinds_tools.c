@@ -39,6 +39,9 @@ static const gpuplan_result_field replay_fields[] = {
   {"private_pools", I, "pools",
    "private pools (segment_pool_id not (0, 0): MemPools, CUDA graphs) among the device's segments; the trace "
    "does not say which pool an allocation was made in, so placements that depend on it are reported unchecked"},
+  {"host_entries", I, "entries",
+   "entries of the file's host_segments and host_traces (pinned host memory, PyTorch main): read, not replayed; "
+   "null when the file has neither"},
   {"rebuilt_start", B, "", "the trace starts mid-run (a ring buffer): its start state was rebuilt from the end"},
   {"exact", B, "", "exact mode: every allocation at its recorded address, every cudaMalloc of its recorded size, "
                    "the final layout as the file's"},

@@ -171,7 +171,9 @@ static int replay_doc(gpuplan_job *j, const replay_job *rj, const gpuplan_snapsh
   x.abbreviated = (int)gpuplan__job_int(j, TOPT(T_ABBREVIATED), 0);
   x.layout = rj->torch->rules;
   if (rj->html) {
-    /* The page's segment map follows what the model did. */
+    /* The page's segment maps: the allocator's own layout at the peak and
+     * the OOM; the model's trace entries name the events behind its blocks. */
+    x.layout_at_peak = 1;
     GPUPLAN_TRY(gpuplan__html_new(j->ctx, &x, &h));
     o.trace = gpuplan__html_trace;
     o.trace_payload = h;
@@ -227,6 +229,8 @@ static int replay_doc(gpuplan_job *j, const replay_job *rj, const gpuplan_snapsh
   gpuplan__doc_bool(b, "expandable", f->expandable);
   gpuplan__doc_uint(b, "annotations", f->annotations);
   gpuplan__doc_uint(b, "private_pools", f->pools);
+  if (f->has_host) gpuplan__doc_uint(b, "host_entries", f->host_entries);
+  else gpuplan__doc_null(b, "host_entries");
   gpuplan__doc_bool(b, "rebuilt_start", r.rebuilt_start);
   gpuplan__doc_bool(b, "exact", r.exact);
   gpuplan__doc_uint(b, "allocs", r.allocs);

@@ -17,16 +17,23 @@
  *    title naming its size, address, and the event and frames that
  *    allocated it where the snapshot has them.
  *
- * The segment map is not a figure the replay keeps: it is rebuilt here from
- * the file's final segments, undone backwards over the trace to the start
- * (as the replay's rebuild does, rules section 8), then run forwards over
- * the allocator model's own trace entries (gpuplan__html_trace) with the
- * model's split rule (R11).  Its blocks are checked against the replay's
- * timeline at the same event, and the page says whether they add up.
+ * The segment map is the allocator's own layout at that event, which the
+ * replay captures when asked (gpuplan__replay_ext.layout_at_peak: a second
+ * replay up to the event): every segment (for expandable segments, each
+ * mapped range) and block as the model holds them.  Which event allocated a
+ * block comes from the model's own trace entries (gpuplan__html_trace); the
+ * frames of blocks live when the trace starts from a map rebuilt from the
+ * file's final segments, undone backwards over the trace to the start (as
+ * the replay's rebuild does, rules section 8) and run forwards over those
+ * entries with the model's split rule (R11), which is also what is drawn
+ * when the replay captured no layout.  The blocks are checked against the
+ * replay's timeline at the same event, and the page says whether they add
+ * up.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc/alloc_int.h"
@@ -115,14 +122,15 @@ void gpuplan__html_trace(void *payload, const gpuplan_alloc_event *ev) {
 typedef struct hblk {
   uint64_t addr, size, requested;
   int allocated;
+  int pending;                /* active_pending_free: freed by free_requested, awaiting free_completed */
   size_t ev;                  /* the trace event that allocated it, or SIZE_MAX (before the trace) */
   size_t freed;               /* live at the start: the event that frees it, or SIZE_MAX */
   const gpuplan__pv *frames;  /* the file's frames for a block of its final segments, or NULL */
 } hblk;
 
 typedef struct hseg {
-  uint64_t addr, size;
-  int small;
+  uint64_t addr, size, stream;
+  int small, expandable; /* expandable: a mapped range of an expandable segment */
   hblk *b;
   size_t n, cap;
 } hseg;
@@ -134,6 +142,7 @@ typedef struct hmap {
   size_t n, cap;
   size_t odd; /* entries that did not fit the map */
   int nomem;
+  int exact;  /* the allocator's own layout (gpuplan__replay_ext.lay), not rebuilt */
 } hmap;
 
 static void map_dispose(hmap *m) {
@@ -417,6 +426,91 @@ static void apply(hmap *m, const hrec *r) {
   }
 }
 
+/* --- the allocator's own layout ---------------------------------------------------- */
+
+/* The model's alloc entries up to an event, by address (the last one at an
+ * address last): the event that allocated a live block. */
+typedef struct hallocd {
+  uint64_t addr;
+  size_t event, idx;
+} hallocd;
+
+static int hallocd_cmp(const void *x, const void *y) {
+  const hallocd *a = x, *b = y;
+  if (a->addr != b->addr) return a->addr < b->addr ? -1 : 1;
+  return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* The event of the last alloc entry at addr, or SIZE_MAX. */
+static size_t hallocd_find(const hallocd *v, size_t n, uint64_t addr) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid].addr <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 && v[lo - 1].addr == addr ? v[lo - 1].event : SIZE_MAX;
+}
+
+/* The map of the replay's captured layout l; the blocks' events from the
+ * model's entries up to event at, and the frames of blocks live when the
+ * trace starts from the rebuilt map (rebuilt: the same moment). */
+static int map_from_layout(hmap *lm, const gpuplan__replay_layout *l, const gpuplan__html *h, size_t at,
+                           const hmap *rebuilt) {
+  hallocd *v = NULL;
+  size_t nv = 0, i, k;
+  if (h->n && at != SIZE_MAX) {
+    if (!(v = gpuplan__malloc(lm->ctx, h->n * sizeof *v))) return gpuplan__nomem(lm->ctx);
+    for (i = 0; i < h->n && h->v[i].event <= at; i++)
+      if (h->v[i].action == GPUPLAN_ACT_ALLOC) {
+        v[nv].addr = h->v[i].addr;
+        v[nv].event = h->v[i].event;
+        v[nv].idx = i;
+        nv++;
+      }
+    qsort(v, nv, sizeof *v, hallocd_cmp);
+  }
+  lm->exact = 1;
+  for (i = 0; i < l->nsegs; i++) {
+    const gpuplan__layout_seg *ls = &l->segs[i];
+    hseg *g = seg_insert(lm, ls->addr, ls->size, ls->small, 0);
+    if (lm->nomem) break;
+    if (!g) continue;
+    g->stream = ls->stream;
+    g->expandable = ls->expandable;
+    for (k = 0; k < ls->n; k++) {
+      const gpuplan__layout_block *lb = &l->blocks[ls->first + k];
+      hblk b = free_blk(lb->addr, lb->size);
+      b.allocated = lb->state == GPUPLAN__LB_ALLOCATED;
+      b.pending = lb->state == GPUPLAN__LB_PENDING_FREE;
+      b.requested = lb->requested;
+      if (b.allocated) {
+        b.ev = hallocd_find(v, nv, b.addr);
+        if (b.ev == SIZE_MAX && rebuilt) {
+          /* Live when the trace starts: the file's frames, as rebuilt. */
+          long si = seg_find(rebuilt, b.addr), bi;
+          if (si >= 0 && (bi = blk_find(&rebuilt->v[si], b.addr)) >= 0 && rebuilt->v[si].b[bi].addr == b.addr &&
+              rebuilt->v[si].b[bi].allocated && rebuilt->v[si].b[bi].ev == SIZE_MAX) {
+            b.frames = rebuilt->v[si].b[bi].frames;
+            b.freed = rebuilt->v[si].b[bi].freed;
+          }
+        }
+      }
+      if (blk_insert(lm, g, g->n, &b)) break;
+    }
+  }
+  gpuplan__free(lm->ctx, v);
+  return lm->nomem ? gpuplan__nomem(lm->ctx) : GPUPLAN_OK;
+}
+
+/* The replay's captured layout after event at (SIZE_MAX: the start), or NULL. */
+static const gpuplan__replay_layout *layout_at(const gpuplan__replay_ext *x, size_t at) {
+  int k;
+  for (k = 0; k < 2; k++)
+    if (x->lay[k].valid && x->lay[k].event == at) return &x->lay[k];
+  return NULL;
+}
+
 /* --- text ------------------------------------------------------------------------- */
 
 /* Length of the UTF-8 sequence at s (n bytes left), or 0 if invalid. */
@@ -645,7 +739,7 @@ static void put_frames(gpuplan__buf *b, const gpuplan__pv *frames) {
 
 /* --- the document's data ------------------------------------------------------------ */
 
-enum { ST_ALLOCATED = 0, ST_INACTIVE = 1, ST_FREE = 2 };
+enum { ST_ALLOCATED = 0, ST_INACTIVE = 1, ST_FREE = 2, ST_PENDING = 3 };
 
 /* One segment map as JSON; expected_* are the replay's figures at the same
  * moment (UINT64_MAX: unknown). */
@@ -679,14 +773,18 @@ static void put_map(gpuplan__buf *b, const hmap *m, const hfile *hf, const char 
       continue;
     }
     drawn += g->n;
-    for (k = 0; k < g->n; k++)
+    for (k = 0; k < g->n; k++) {
       if (g->b[k].allocated) galloc += g->b[k].size, live++;
-    gpuplan__buf_printf(b, "%s{\"addr\":\"0x%llx\",\"size\":%llu,\"small\":%s,\"allocated\":%llu,\"live\":%zu,\"blocks\":[",
+      else if (g->b[k].pending) live++; /* still active: the segment is not free */
+    }
+    gpuplan__buf_printf(b, "%s{\"addr\":\"0x%llx\",\"size\":%llu,\"stream\":%llu,\"small\":%s,\"expandable\":%s,"
+                           "\"allocated\":%llu,\"live\":%zu,\"blocks\":[",
                         nout++ ? "," : "", (unsigned long long)g->addr, (unsigned long long)g->size,
-                        g->small ? "true" : "false", (unsigned long long)galloc, live);
+                        (unsigned long long)g->stream, g->small ? "true" : "false", g->expandable ? "true" : "false",
+                        (unsigned long long)galloc, live);
     for (k = 0; k < g->n; k++) {
       const hblk *x = &g->b[k];
-      int st = x->allocated ? ST_ALLOCATED : live ? ST_INACTIVE : ST_FREE;
+      int st = x->allocated ? ST_ALLOCATED : x->pending ? ST_PENDING : live ? ST_INACTIVE : ST_FREE;
       gpuplan__buf t;
       gpuplan__buf_init(&t, m->ctx);
       if (st == ST_ALLOCATED) {
@@ -703,6 +801,10 @@ static void put_map(gpuplan__buf *b, const hmap *m, const hfile *hf, const char 
           if (x->freed != SIZE_MAX) gpuplan__buf_printf(&t, " (freed at event %zu)", x->freed);
           put_frames(&t, x->frames);
         }
+      } else if (st == ST_PENDING) {
+        gpuplan__buf_printf(&t, "active, pending free %s at 0x%llx", fmt_size(x->size, A, sizeof A),
+                            (unsigned long long)x->addr);
+        gpuplan__buf_puts(&t, "\nfreed by free_requested, awaiting free_completed (its stream uses)");
       } else {
         gpuplan__buf_printf(&t, "%s %s at 0x%llx", st == ST_INACTIVE ? "inactive (cached, free)" : "free (cached segment)",
                             fmt_size(x->size, A, sizeof A), (unsigned long long)x->addr);
@@ -785,6 +887,7 @@ static const char css[] =
     "svg .cap{stroke:#b3261e;stroke-width:1;stroke-dasharray:2 3}svg text.captext{fill:#b3261e}\n"
     "svg .cursor{stroke:#5f6368;stroke-width:.8}\n"
     "svg rect.b0,svg rect.b1,svg rect.b2{stroke:#fff;stroke-width:.6}\n"
+    "svg rect.b3{stroke:#fff;stroke-width:.6;fill:#8e7cc3}\n"
     "svg rect.b0{fill:#3d85c6}svg rect.b1{fill:#f6b26b}svg rect.b2{fill:#cfd8dc}svg rect.segbox{fill:none;"
     "stroke:#78909c;stroke-width:.6}svg rect:hover{stroke:#000;stroke-width:1}\n"
     ".legend span{display:inline-block;margin-right:16px}.legend i{display:inline-block;width:12px;height:12px;"
@@ -918,8 +1021,8 @@ static const char js[] =
     "    segs.forEach(function (s, i) {\n"
     "      var y = 4 + i * (rh + gap);\n"
     "      var t = text(svg, 0, y + rh - 3, s.addr + '  ' + fmt(s.size), 'seglabel');\n"
-    "      el('title', {}, t).textContent = 'segment ' + s.addr + ': ' + fmt(s.size) + ', ' + (s.small ? 'small' : 'large') +\n"
-    "          ' pool, ' + s.blocks.length + ' blocks, ' + s.live + ' allocated (' + fmt(s.allocated) + ')';\n"
+    "      el('title', {}, t).textContent = (s.expandable ? 'mapped range ' : 'segment ') + s.addr + ': ' + fmt(s.size) +\n"
+    "          ', ' + (s.small ? 'small' : 'large') + ' pool, stream ' + s.stream + ', ' + s.blocks.length + ' blocks, ' + s.live + ' allocated (' + fmt(s.allocated) + ')';\n"
     "      s.blocks.forEach(function (b) {\n"
     "        var r = el('rect', {x: lab + b[0] / s.size * bw, y: y, width: Math.max(b[1] / s.size * bw, 0.6), height: rh,\n"
     "                            'class': 'b' + b[2]}, svg);\n"
@@ -1032,7 +1135,12 @@ static void put_map_note(gpuplan__buf *b, const hmap *m, uint64_t ea, uint64_t e
   fmt_size(alloc, A, sizeof A);
   fmt_size(res, B, sizeof B);
   if (ea == UINT64_MAX) {
-    gpuplan__buf_printf(b, "<p class=\"note\">%zu segments, %s allocated of %s reserved.</p>\n", m->n, A, B);
+    gpuplan__buf_printf(b, "<p class=\"note\">%zu segments, %s allocated of %s reserved%s.</p>\n", m->n, A, B,
+                        m->exact ? " (the allocator's own layout)" : "");
+  } else if (alloc == ea && res == er && !m->odd && m->exact) {
+    gpuplan__buf_printf(b, "<p class=\"note map-check\" data-matches=\"1\" data-layout=\"exact\">%zu segments; exact: "
+                           "the allocator's own layout at this event, as the replay left it; its blocks add up to the "
+                           "replay's figures: %s allocated, %s reserved.</p>\n", m->n, A, B);
   } else if (alloc == ea && res == er && !m->odd) {
     gpuplan__buf_printf(b, "<p class=\"note map-check\" data-matches=\"1\">%zu segments; the blocks add up to the replay's "
                            "figures at this event: %s allocated, %s reserved.</p>\n", m->n, A, B);
@@ -1048,7 +1156,8 @@ int gpuplan__html_write(gpuplan__html *h, const gpuplan__html_page *pg, const gp
                         const gpuplan_replay_result *r, const gpuplan__replay_ext *x) {
   gpuplan_ctx *ctx = h->ctx;
   hfile hf;
-  hmap m;
+  hmap m, lm; /* lm: the allocator's own layout, when the replay captured it */
+  const gpuplan__replay_layout *lay;
   gpuplan__buf b, maps, notes;
   size_t nev = gpuplan_snapshot_event_count(s), i, k, peak, rpeak, at[2], nmaps = 0, nmaps_out = 0;
   char line[200], A[32];
@@ -1057,7 +1166,9 @@ int gpuplan__html_write(gpuplan__html *h, const gpuplan__html_page *pg, const gp
   int rc, expandable = pg->conf->expandable_segments;
   if (h->failed) return gpuplan__nomem(ctx);
   memset(&m, 0, sizeof m);
+  memset(&lm, 0, sizeof lm);
   m.ctx = ctx;
+  lm.ctx = ctx;
   m.conf = gpuplan_snapshot_conf(s); /* the trace ran under the file's settings */
   gpuplan__buf_init(&b, ctx);
   gpuplan__buf_init(&maps, ctx);
@@ -1107,12 +1218,21 @@ int gpuplan__html_write(gpuplan__html *h, const gpuplan__html_page *pg, const gp
       rc = gpuplan__nomem(ctx);
       goto out;
     }
+    lay = layout_at(x, peak == SIZE_MAX ? SIZE_MAX : at[k]);
+    if (lay) {
+      /* The allocator's own layout, captured by the replay. */
+      map_dispose(&lm);
+      memset(&lm, 0, sizeof lm);
+      lm.ctx = ctx;
+      lm.conf = pg->conf;
+      if ((rc = map_from_layout(&lm, lay, h, at[k], &m))) goto out;
+    }
     if (is_oom || (peak == SIZE_MAX && at[k] != SIZE_MAX))
       snprintf(title, sizeof title, "Segment map at the OOM (event %zu)", at[k]);
     else if (at[k] == SIZE_MAX) snprintf(title, sizeof title, "Segment map (the file's final segments)");
     else snprintf(title, sizeof title, "Segment map at the peak of allocated memory (event %zu)%s", at[k],
                   at[k] == r->oom_event ? ", the OOM" : "");
-    if (expandable) {
+    if (expandable && !lay) {
       /* Blocks move within one reserved range as pages are mapped: the
        * map of segments and blocks the rules above build does not apply. */
       if (k == 0)
@@ -1123,11 +1243,11 @@ int gpuplan__html_write(gpuplan__html *h, const gpuplan__html_page *pg, const gp
       continue;
     }
     if (nmaps_out++) gpuplan__buf_puts(&maps, ",");
-    put_map(&maps, &m, &hf, title, at[k], ea[k], er[k]);
+    put_map(&maps, lay ? &lm : &m, &hf, title, at[k], ea[k], er[k]);
     gpuplan__buf_printf(&notes, "<section class=\"map\"><h2>");
     put_html(&notes, title);
     gpuplan__buf_printf(&notes, "</h2>\n<div class=\"wrap\" id=\"map-%zu\"></div>\n", k);
-    put_map_note(&notes, &m, ea[k], er[k]);
+    put_map_note(&notes, lay ? &lm : &m, ea[k], er[k]);
     gpuplan__buf_puts(&notes, "</section>\n");
   }
   gpuplan__buf_puts(&maps, "]");
@@ -1154,7 +1274,8 @@ int gpuplan__html_write(gpuplan__html *h, const gpuplan__html_page *pg, const gp
                         "<noscript><p>The charts are drawn by the page's script.</p></noscript>\n</section>\n");
   gpuplan__buf_puts(&b, "<div class=\"legend\" style=\"margin-top:20px\"><span><i style=\"background:#3d85c6\"></i>"
                         "allocated</span><span><i style=\"background:#f6b26b\"></i>inactive (free, in a segment with "
-                        "allocations)</span><span><i style=\"background:#cfd8dc\"></i>free (a whole free segment)</span>"
+                        "allocations)</span><span><i style=\"background:#8e7cc3\"></i>pending free (free_requested, awaiting "
+                        "free_completed)</span><span><i style=\"background:#cfd8dc\"></i>free (a whole free segment)</span>"
                         "<span class=\"note\">hover a block for its size, address and where it was allocated</span></div>\n");
   if (notes.ptr) gpuplan__buf_put(&b, notes.ptr, notes.len);
   gpuplan__buf_puts(&b, "<div id=\"tip\"></div>\n<footer>Written by gpuplan ");
@@ -1228,6 +1349,7 @@ int gpuplan__html_write(gpuplan__html *h, const gpuplan__html_page *pg, const gp
   rc = GPUPLAN_OK;
 out:
   map_dispose(&m);
+  map_dispose(&lm);
   file_close(ctx, &hf);
   gpuplan__buf_dispose(&b);
   gpuplan__buf_dispose(&maps);

@@ -281,6 +281,24 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     s->facts.traced_devices = traces ? traces->u.seq.n : 0;
     s->facts.segments_all = segs->u.seq.n;
   }
+  if (!list_format) {
+    /* PyTorch main (pytorch#182407): pinned host memory, host_segments (a
+     * list of segments) and host_traces (trace entries, flat or a list per
+     * device).  Counted, not replayed. */
+    static const char *const host_keys[] = {"host_segments", "host_traces"};
+    size_t hk;
+    for (hk = 0; hk < 2; hk++) {
+      const gpuplan__pv *hv = gpuplan__pv_get(root, host_keys[hk]);
+      if (!hv) continue;
+      s->facts.has_host = 1;
+      if (hv->type != GPUPLAN__PV_LIST) continue;
+      for (i = 0; i < hv->u.seq.n; i++) {
+        const gpuplan__pv *e = hv->u.seq.items[i];
+        if (hk == 1 && e->type == GPUPLAN__PV_LIST) s->facts.host_entries += e->u.seq.n;
+        else s->facts.host_entries++;
+      }
+    }
+  }
   {
     /* 2.6+: torch.cuda.memory._record_memory_history's annotations
      * (record_function ranges), [{name, stage, device, time_us}]. */
@@ -1405,6 +1423,12 @@ static void rdev_info(void *payload, uint64_t *free_out, uint64_t *total_out) {
 
 /* --- address map for what-if replays ---------------------------------------- */
 
+static void layout_dispose(gpuplan_ctx *ctx, gpuplan__replay_layout *l) {
+  gpuplan__free(ctx, l->segs);
+  gpuplan__free(ctx, l->blocks);
+  memset(l, 0, sizeof *l);
+}
+
 typedef struct amap {
   uint64_t *k, *v;
   size_t cap, n;
@@ -1472,15 +1496,88 @@ static uint64_t amap_take(amap *m, uint64_t k) {
   return v;
 }
 
+static int amap_has(const amap *m, uint64_t k) {
+  size_t i;
+  if (!m->cap || !k) return 0;
+  i = aslot(k, m->cap);
+  while (m->k[i] && m->k[i] != k) i = (i + 1) & (m->cap - 1);
+  return m->k[i] != 0;
+}
+
 /* --- replay ------------------------------------------------------------------- */
+
+/* layout_at_peak: the allocator's layout now, into l (pending: the
+ * addresses freed by free_requested that await their free_completed). */
+static int layout_capture(gpuplan_ctx *ctx, gpuplan_cachealloc *a, const amap *pending, size_t event,
+                          gpuplan__replay_layout *l) {
+  gpuplan_segment_info *segs = NULL;
+  gpuplan_block_info *blocks = NULL;
+  size_t n = 0, nb = 0, i, k;
+  int rc;
+  layout_dispose(ctx, l);
+  if ((rc = gpuplan__alloc_layout(a, &segs, &blocks, &n))) return rc;
+  for (i = 0; i < n; i++) nb += segs[i].nblocks;
+  l->segs = gpuplan__calloc(ctx, n ? n : 1, sizeof *l->segs);
+  l->blocks = gpuplan__calloc(ctx, nb ? nb : 1, sizeof *l->blocks);
+  if (!l->segs || !l->blocks) {
+    gpuplan__free(ctx, segs);
+    gpuplan__free(ctx, blocks);
+    layout_dispose(ctx, l);
+    return gpuplan__nomem(ctx);
+  }
+  for (i = 0, nb = 0; i < n; i++) {
+    gpuplan__layout_seg *g = &l->segs[i];
+    g->addr = segs[i].addr;
+    g->size = segs[i].total_size;
+    g->stream = segs[i].stream;
+    g->small = !segs[i].large;
+    g->expandable = segs[i].expandable;
+    g->first = nb;
+    g->n = segs[i].nblocks;
+    for (k = 0; k < segs[i].nblocks; k++, nb++) {
+      const gpuplan_block_info *b = &blocks[nb];
+      gpuplan__layout_block *o = &l->blocks[nb];
+      o->addr = b->addr;
+      o->size = b->size;
+      o->requested = b->requested;
+      o->state = b->state ? GPUPLAN__LB_ALLOCATED
+                 : amap_has(pending, b->addr) ? GPUPLAN__LB_PENDING_FREE
+                                              : GPUPLAN__LB_INACTIVE;
+    }
+  }
+  l->nsegs = n;
+  l->nblocks = nb;
+  l->event = event;
+  l->valid = 1;
+  gpuplan__free(ctx, segs);
+  gpuplan__free(ctx, blocks);
+  return GPUPLAN_OK;
+}
+
+/* The second replay of layout_at_peak, after event i (SIZE_MAX: before the
+ * first): capture what is due.  *done: nothing is left to capture. */
+static int layout_step(gpuplan_ctx *ctx, gpuplan_cachealloc *a, const amap *pending, gpuplan__replay_ext *x, size_t i,
+                       int *done) {
+  int k;
+  *done = 0;
+  if (!x->lay_capturing) return GPUPLAN_OK;
+  for (k = 0; k < 2; k++)
+    if (!x->lay[k].valid && x->lay_at[k] == i && (k == 0 || i != SIZE_MAX))
+      GPUPLAN_TRY(layout_capture(ctx, a, pending, i, &x->lay[k]));
+  *done = x->lay[0].valid && (x->lay_at[1] == SIZE_MAX || x->lay[1].valid);
+  return GPUPLAN_OK;
+}
 
 void gpuplan__replay_ext_init(gpuplan__replay_ext *x) {
   memset(x, 0, sizeof *x);
   x->layout = GPUPLAN_TORCH_LATEST;
   x->unchecked_from = x->unchecked_to = SIZE_MAX;
+  x->lay_at[0] = x->lay_at[1] = SIZE_MAX;
 }
 
 void gpuplan__replay_ext_dispose(gpuplan_ctx *ctx, gpuplan__replay_ext *x) {
+  layout_dispose(ctx, &x->lay[0]);
+  layout_dispose(ctx, &x->lay[1]);
   gpuplan__free(ctx, x->summary_text);
   gpuplan__free(ctx, x->tl_allocated);
   gpuplan__free(ctx, x->tl_reserved);
@@ -1641,6 +1738,10 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
   r->start_allocated = (uint64_t)gpuplan_cachealloc_stats(a)->allocated_bytes[0].current;
   r->start_reserved = (uint64_t)gpuplan_cachealloc_stats(a)->reserved_bytes[0].current;
   track_peak(a, r);
+  if (x->lay_capturing) {
+    int done;
+    if ((rc = layout_step(ctx, a, &requested, x, SIZE_MAX, &done)) || done) goto out;
+  }
 
 #define CHECK_CONSUMED(idx)                                                           \
   do {                                                                                \
@@ -1738,6 +1839,10 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
     }
     track_peak(a, r);
     if ((rc = tl_push(ctx, x, a))) goto out;
+    if (x->lay_capturing) {
+      int done;
+      if ((rc = layout_step(ctx, a, &requested, x, i, &done)) || done) goto out;
+    }
   }
   if (r->diverged_at == SIZE_MAX && d.n) {
     if ((rc = gpuplan_cachealloc_empty_cache(a))) goto out;
@@ -1811,6 +1916,10 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
     }
   }
   track_peak(a, r);
+  if (x->lay_capturing) {
+    int done;
+    if ((rc = layout_step(ctx, a, &requested, x, SIZE_MAX, &done)) || done) goto out;
+  }
 
   for (i = 0; i < s->nev && r->oom_event == SIZE_MAX; i++) {
     const gpuplan_alloc_event *e = &s->ev[i];
@@ -1866,6 +1975,10 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
     }
     track_peak(a, r);
     if ((rc = tl_push(ctx, x, a))) goto out;
+    if (x->lay_capturing) {
+      int done;
+      if ((rc = layout_step(ctx, a, &requested, x, i, &done)) || done) goto out;
+    }
   }
   r->exact = 0;
   r->peak_allocated = (uint64_t)gpuplan_cachealloc_stats(a)->allocated_bytes[0].peak;
@@ -2042,6 +2155,40 @@ static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const stat
   return rc;
 }
 
+/* layout_at_peak: replay again, as the last run did, up to the timeline's
+ * peak of allocated bytes and the first OOM, and capture the allocator's
+ * layout there (free in the normal path: nothing is copied per event). */
+static int capture_layouts(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *cur,
+                           const gpuplan_replay_options *o, int whatif, const gpuplan_replay_result *r,
+                           gpuplan__replay_ext *x) {
+  gpuplan_replay_options q = *o;
+  gpuplan_replay_result rr;
+  gpuplan__replay_ext *y;
+  size_t peak = SIZE_MAX, i;
+  int rc, k;
+  for (i = 0; i < x->tl_n; i++)
+    if (peak == SIZE_MAX || x->tl_allocated[i] > x->tl_allocated[peak]) peak = i;
+  if (!(y = gpuplan__malloc(ctx, sizeof *y))) return gpuplan__nomem(ctx);
+  gpuplan__replay_ext_init(y);
+  y->lay_capturing = 1;
+  y->lay_at[0] = peak; /* SIZE_MAX: nothing replayed, the start */
+  if (peak != SIZE_MAX && r->oom_event != SIZE_MAX && r->oom_event != peak && r->oom_event < x->tl_n)
+    y->lay_at[1] = r->oom_event;
+  q.trace = NULL;
+  q.trace_payload = NULL;
+  memset(&rr, 0, sizeof rr);
+  rr.diverged_at = SIZE_MAX;
+  rr.oom_event = SIZE_MAX;
+  rc = whatif ? run_whatif(ctx, s, cur, &q, &rr, y) : run_exact(ctx, s, cur, &q, &rr, y);
+  for (k = 0; k < 2; k++) {
+    layout_dispose(ctx, &x->lay[k]);
+    if (rc == GPUPLAN_OK && y->lay[k].valid) x->lay[k] = y->lay[k], memset(&y->lay[k], 0, sizeof y->lay[k]);
+  }
+  gpuplan__replay_ext_dispose(ctx, y);
+  gpuplan__free(ctx, y);
+  return rc == GPUPLAN_ENOMEM ? rc : GPUPLAN_OK; /* no layout: the page rebuilds its maps */
+}
+
 int gpuplan_snapshot_replay(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
                             const gpuplan_replay_options *options, gpuplan_replay_result *r) {
   gpuplan__replay_ext x;
@@ -2082,6 +2229,7 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
     int learning = whatif && !recorded_expandable(s);
     gpuplan_replay_options quiet = GPUPLAN_REPLAY_OPTIONS_INIT;
     gpuplan__replay_ext scratch; /* (4 KiB: made ready only when learning) */
+    int ran = 0; /* the last run is the one the results are of */
     memset(&ov, 0, sizeof ov);
     memset(&st, 0, sizeof st);
     for (;;) {
@@ -2121,9 +2269,11 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
         if (rc) break;
       } else {
         rc = whatif ? run_whatif(ctx, s, cur, o, r, x) : run_exact(ctx, s, cur, o, r, x);
+        ran = rc == GPUPLAN_OK;
         if (rc || whatif || r->diverged_at == SIZE_MAX || !learn(s, cur, r, x, &ov)) break;
         /* A block's size learnt from the trace: rebuild and replay again. */
         gpuplan__replay_ext_dispose(ctx, x);
+        ran = 0;
         x->nwarn = 0;
         x->div_model_addr = 0;
       }
@@ -2204,6 +2354,8 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
         rc = trace_figures(ctx, s, cur, r);
       }
     }
+    if (rc == GPUPLAN_OK && ran && x->layout_at_peak && x->timeline)
+      rc = capture_layouts(ctx, s, cur, o, whatif, r, x);
   }
   state_free(ctx, &st);
   if (r->peak_reserved)

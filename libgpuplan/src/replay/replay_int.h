@@ -10,12 +10,37 @@
 
 #define GPUPLAN__REPLAY_MAX_WARN 8
 
+/* The allocator's own layout at one moment of a replay (layout_at_peak):
+ * what the snapshot would show, segment by segment (an expandable
+ * segment's mapped ranges, one each), blocks in address order. */
+enum { GPUPLAN__LB_INACTIVE = 0, GPUPLAN__LB_ALLOCATED = 1, GPUPLAN__LB_PENDING_FREE = 2 };
+typedef struct gpuplan__layout_block {
+  uint64_t addr, size, requested;
+  int state; /* GPUPLAN__LB_*: active_pending_free, a block freed by free_requested awaiting free_completed */
+} gpuplan__layout_block;
+typedef struct gpuplan__layout_seg {
+  uint64_t addr, size, stream;
+  int small;      /* the small pool's (else the large pool's) */
+  int expandable; /* a mapped range of an expandable segment */
+  size_t first, n; /* its blocks: blocks[first, first + n) */
+} gpuplan__layout_seg;
+typedef struct gpuplan__replay_layout {
+  int valid;
+  size_t event;    /* after this trace event; SIZE_MAX: the start (no event replayed) */
+  gpuplan__layout_seg *segs;
+  size_t nsegs;
+  gpuplan__layout_block *blocks;
+  size_t nblocks;
+} gpuplan__replay_layout;
+
 typedef struct gpuplan__replay_ext {
   /* in */
   int timeline;                 /* record memory after every trace event */
   int summary;                  /* produce memory_summary() at the end */
   int abbreviated;              /* ... without the pool rows */
   gpuplan_torch_version layout; /* ... in this release's layout */
+  int layout_at_peak;           /* capture the allocator's layout at the timeline's peak of allocated
+                                 * bytes and at the first OOM (a second replay up to them; needs timeline) */
   /* out (ctx-allocated; gpuplan__replay_ext_dispose frees) */
   char *summary_text;
   int64_t *tl_allocated, *tl_reserved; /* after trace event i */
@@ -29,6 +54,12 @@ typedef struct gpuplan__replay_ext {
   size_t unchecked_from, unchecked_to;
   char unchecked_why[768];
   uint64_t div_model_addr;      /* internal: where the model put the allocation that diverged */
+  /* layout_at_peak: lay[0] at the peak (the first event where the timeline's
+   * allocated bytes are highest; with no event replayed, the start), lay[1]
+   * at the first OOM when that is another event. */
+  gpuplan__replay_layout lay[2];
+  size_t lay_at[2];             /* internal: capture after these events (SIZE_MAX: not) */
+  int lay_capturing;            /* internal: the second replay */
 } gpuplan__replay_ext;
 
 void gpuplan__replay_ext_init(gpuplan__replay_ext *x);
@@ -51,6 +82,8 @@ typedef struct gpuplan__snapshot_facts {
   size_t annotations;         /* external_annotations of this device */
   size_t pools;               /* private pools (segment_pool_id not (0, 0)) among its segments */
   size_t private_segments;    /* its segments in them */
+  int has_host;               /* the file has host_segments or host_traces (pinned host memory, PyTorch main) */
+  size_t host_entries;        /* ... their entries (host_segments' segments and host_traces' trace entries); read, not replayed */
 } gpuplan__snapshot_facts;
 #define GPUPLAN__MAX_POOLS_SEEN 64 /* pools counts up to this many */
 const gpuplan__snapshot_facts *gpuplan__snapshot_facts_of(const gpuplan_snapshot *s);
