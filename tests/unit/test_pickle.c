@@ -884,6 +884,53 @@ static void test_pickle__integers_at_the_edges(void **state) {
   unload(&L);
 }
 
+/* LONG1 of every width up to 8 bytes, with and without the sign bit, far
+ * enough from the end that the loader's fast loop reads them. */
+static void test_pickle__long1_widths(void **state) {
+  static const unsigned char args[][9] = {
+      {0},
+      {1, 0x00}, {1, 0x7f}, {1, 0x80}, {1, 0xff},
+      {2, 0x00, 0x80}, {2, 0xff, 0x7f}, {2, 0x34, 0x12},
+      {3, 0xff, 0xff, 0x7f}, {3, 0x00, 0x00, 0x80},
+      {4, 0x00, 0x00, 0x00, 0x80}, {4, 0xff, 0xff, 0xff, 0x7f},
+      {5, 0x01, 0x00, 0x00, 0x00, 0x80}, {6, 0x11, 0x22, 0x33, 0x44, 0x55, 0xe6},
+      {7, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}, {7, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80},
+      {8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, {8, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80},
+      {8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}, {8, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef},
+  };
+  const size_t nargs = sizeof args / sizeof args[0];
+  unsigned char buf[512];
+  size_t n = 0, i, k;
+  loaded L;
+  (void)state;
+  buf[n++] = 0x80; /* PROTO 2 */
+  buf[n++] = 2;
+  buf[n++] = ']';
+  buf[n++] = '(';
+  for (i = 0; i < nargs; i++) {
+    buf[n++] = 0x8a; /* LONG1 */
+    for (k = 0; k <= args[i][0]; k++) buf[n++] = args[i][k];
+  }
+  for (i = 0; i < 20; i++) buf[n++] = 'N';
+  buf[n++] = 'e';
+  buf[n++] = '.';
+  load(&L, buf, n, NULL);
+  assert_int_equal(L.rc, GPUPLAN_OK);
+  assert_int_equal(L.root->u.seq.n, nargs + 20);
+  for (i = 0; i < nargs; i++) {
+    /* Two's complement, little-endian, sign-extended: as Python reads it. */
+    uint64_t u = 0;
+    size_t w = args[i][0];
+    for (k = 0; k < w; k++) u |= (uint64_t)args[i][1 + k] << (8 * k);
+    if (w > 0 && w < 8 && (args[i][w] & 0x80)) u |= ~(uint64_t)0 << (8 * w);
+    assert_int_equal(L.root->u.seq.items[i]->type, GPUPLAN__PV_INT);
+    if ((uint64_t)L.root->u.seq.items[i]->u.i != u)
+      fail_msg("LONG1 #%zu (%zu bytes): %llx, expected %llx", i, w,
+               (unsigned long long)L.root->u.seq.items[i]->u.i, (unsigned long long)u);
+  }
+  unload(&L);
+}
+
 static void test_pickle__float_text_ignores_locale(void **state) {
   static const char *locales[] = {"de_DE.UTF-8", "fr_FR.UTF-8", "de_DE", "fr_FR", "C.UTF-8"};
   const good_case *g = find_case("floats_p0");
@@ -1506,6 +1553,7 @@ int main(void) {
     cmocka_unit_test(test_pickle__repeated_key_get_returns_last),
     cmocka_unit_test(test_pickle__helpers),
     cmocka_unit_test(test_pickle__integers_at_the_edges),
+    cmocka_unit_test(test_pickle__long1_widths),
     cmocka_unit_test(test_pickle__float_text_ignores_locale),
     cmocka_unit_test(test_pickle__batches_and_long_memo),
     cmocka_unit_test(test_pickle__real_snapshots),

@@ -148,8 +148,8 @@ typedef struct loader {
   unsigned char *run_next; /* per bucket: the way replaced next */
   size_t nruns;
   int runs_failed;    /* out of memory for them: go without */
-  gpuplan__pv *slab;  /* values for newv */
-  size_t slab_left, slab_next;
+  unsigned char *bump; /* lalloc's current region of the arena */
+  size_t bump_left, bump_next;
   char point;         /* the C library's decimal point, '\0' until needed */
   gpuplan__pv *none, *yes, *no;
   /* Skipping (gpuplan__pickle_load_skip; see skip_value). */
@@ -311,28 +311,43 @@ static int pop_mark(loader *l, size_t *k) {
 
 /* --- values --------------------------------------------------------------- */
 
-/* Values without a payload come from slabs: the arena rounds every block
- * up to max_align_t, which would cost a fifth more per value. */
-#define SLAB_MIN 32
-#define SLAB_MAX 4096
+/* Everything a load builds comes from a few large regions of the arena,
+ * carved 8 bytes aligned (the arena would round every block up to
+ * max_align_t): the first sized from the input, each next one twice the
+ * last, so that a load makes a handful of allocations, and an allocator
+ * that keeps what it was given back (glibc's dynamic thresholds) serves
+ * the next load from memory it already has instead of new pages. */
+#define LALIGN 8
+#define REGION_MIN ((size_t)16384)
+#define REGION_MAX ((size_t)64 << 20)
+_Static_assert(_Alignof(gpuplan__pv) <= LALIGN && _Alignof(gpuplan__pv *) <= LALIGN,
+               "lalloc's alignment fits the values");
 
-static gpuplan__pv *newv(loader *l, gpuplan__pv_type t, size_t extra) {
-  gpuplan__pv *v;
-  if (extra == 0) {
-    if (l->slab_left == 0) {
-      size_t n = l->slab_next;
-      l->slab = gpuplan__arena_alloc(l->arena, n * sizeof *l->slab);
-      if (!l->slab) return NULL;
-      l->slab_left = n;
-      if (n < SLAB_MAX) l->slab_next = 2 * n;
+static void *lalloc(loader *l, size_t size) {
+  void *p;
+  if (size > SIZE_MAX - (LALIGN - 1)) return NULL;
+  size = (size + LALIGN - 1) & ~(size_t)(LALIGN - 1);
+  if (size > l->bump_left) {
+    size_t n = l->bump_next;
+    if (size > n / 4) return gpuplan__arena_alloc(l->arena, size); /* large: a block of its own */
+    l->bump = gpuplan__arena_alloc(l->arena, n);
+    if (!l->bump) {
+      l->bump_left = 0;
+      return NULL;
     }
-    v = l->slab++;
-    l->slab_left--;
-  } else {
-    if (extra > SIZE_MAX - sizeof *v) return NULL;
-    v = gpuplan__arena_alloc(l->arena, sizeof *v + extra);
-    if (!v) return NULL;
+    l->bump_left = n;
+    if (n < REGION_MAX) l->bump_next = 2 * n;
   }
+  p = l->bump;
+  l->bump += size;
+  l->bump_left -= size;
+  return p;
+}
+
+HOT gpuplan__pv *newv(loader *l, gpuplan__pv_type t, size_t extra) {
+  gpuplan__pv *v;
+  if (extra > SIZE_MAX - sizeof *v) return NULL;
+  if (!(v = lalloc(l, sizeof *v + extra))) return NULL;
   memset(v, 0, sizeof *v);
   v->type = t;
   return v;
@@ -455,7 +470,7 @@ static int push_bytes(loader *l, gpuplan__pv_type t, const unsigned char *s, siz
   gpuplan__pv *v = new_bytes(l, t, s, n);
   if (!v) return nomem(l);
   TRY(push(l, v));
-  return t == GPUPLAN__PV_STR ? maybe_skip(l, v) : 0;
+  return t == GPUPLAN__PV_STR && (v->seen & SKIPKEY) ? maybe_skip(l, v) : 0;
 }
 
 /* A LIST or TUPLE holding stack[k .. sp), which it replaces. */
@@ -466,7 +481,7 @@ static int push_seq(loader *l, gpuplan__pv_type t, size_t k) {
   TRY(adopt(l, v, l->stack + k, n));
   if (n) {
     if (n > SIZE_MAX / sizeof *v->u.seq.items) return nomem(l);
-    v->u.seq.items = gpuplan__arena_alloc(l->arena, n * sizeof *v->u.seq.items);
+    v->u.seq.items = lalloc(l, n * sizeof *v->u.seq.items);
     if (!v->u.seq.items) return nomem(l);
     memcpy(v->u.seq.items, l->stack + k, n * sizeof *v->u.seq.items);
     v->u.seq.n = v->u.seq.cap = n;
@@ -490,7 +505,7 @@ static int extend(loader *l, size_t k) {
     cap = list->u.seq.cap > SIZE_MAX / 2 ? SIZE_MAX : list->u.seq.cap * 2;
     if (cap < need) cap = need;
     if (cap > SIZE_MAX / sizeof *items) return nomem(l);
-    items = gpuplan__arena_alloc(l->arena, cap * sizeof *items);
+    items = lalloc(l, cap * sizeof *items);
     if (!items) return nomem(l);
     if (list->u.seq.n) memcpy(items, list->u.seq.items, list->u.seq.n * sizeof *items);
     list->u.seq.items = items;
@@ -512,29 +527,50 @@ static int set_items(loader *l, size_t k) {
   d = l->stack[k - 1];
   if (d->type != GPUPLAN__PV_DICT)
     return fail(l, "%s onto a value that is not a dict", gpuplan__pickle_opname(l->op));
-  if (l->skip) {
-    /* The pairs of keys to skip are left out, whether their values were
-     * built (a pass without skipping) or not. */
+  {
+    /* adopt, in the same pass that leaves out the pairs of keys to skip
+     * (whether their values were built, on a pass without skipping, or
+     * not). */
+    gpuplan__pv **const st = l->stack + k;
+    uint32_t h = d->seen & ~EMBEDDED;
     size_t w = 0;
+    int dirty = (d->seen & EMBEDDED) != 0;
     for (i = 0; i < n; i++) {
-      const gpuplan__pv *key = l->stack[k + 2 * i];
-      if (key->type == GPUPLAN__PV_STR && (key->seen & SKIPKEY)) {
+      gpuplan__pv *key = st[2 * i], *val = st[2 * i + 1];
+      if (l->skip && key->type == GPUPLAN__PV_STR && (key->seen & SKIPKEY)) {
         l->nskipped++;
-      } else {
-        l->stack[k + 2 * w] = l->stack[k + 2 * i];
-        l->stack[k + 2 * w + 1] = l->stack[k + 2 * i + 1];
-        w++;
+        continue;
       }
+#define ADOPT1(v)                                                        \
+  do {                                                                   \
+    if (is_container(v)) {                                               \
+      if ((v) == d) dirty = 1;                                           \
+      else if (((v)->seen & ~EMBEDDED) >= h) h = ((v)->seen & ~EMBEDDED) + 1; \
+      (v)->seen |= EMBEDDED;                                             \
+    } else if ((v)->type == GPUPLAN__PV_SKIPPED) {                       \
+      return RESTART; /* a stand-in */                                   \
+    }                                                                    \
+  } while (0)
+      ADOPT1(key);
+      ADOPT1(val);
+#undef ADOPT1
+      st[2 * w] = key;
+      st[2 * w + 1] = val;
+      w++;
     }
     n = w;
+    if (dirty) l->dirty = 1;
+    if (!l->dirty) {
+      if (h > l->maxd) return deep(l);
+      d->seen = (d->seen & EMBEDDED) | h;
+    }
   }
-  TRY(adopt(l, d, l->stack + k, 2 * n));
   if (d->u.dict.cap - d->u.dict.n < n) {
     need = d->u.dict.n + n;
     cap = d->u.dict.cap > SIZE_MAX / 2 ? SIZE_MAX : d->u.dict.cap * 2;
     if (cap < need) cap = need;
     if (cap > SIZE_MAX / 2 / sizeof *block) return nomem(l);
-    block = gpuplan__arena_alloc(l->arena, 2 * cap * sizeof *block);
+    block = lalloc(l, 2 * cap * sizeof *block);
     if (!block) return nomem(l);
     if (d->u.dict.n) {
       memcpy(block, d->u.dict.keys, d->u.dict.n * sizeof *block);
@@ -603,6 +639,21 @@ static int memo_put(loader *l, uint64_t idx) {
   return 0;
 }
 
+/* memo_put for the common case (a built value on top, above any MARK, at
+ * an index the memo already has room for); the rest goes to memo_put. */
+HOT int memo_put_fast(loader *l, uint64_t idx) {
+  gpuplan__pv *top;
+  if (l->sp > (l->nmarks ? l->marks[l->nmarks - 1] : 0) && idx < l->memo_cap && idx < l->len &&
+      (top = l->stack[l->sp - 1])->type != GPUPLAN__PV_SKIPPED) {
+    uint64_t *w = &l->mbits[idx / 64], bit = (uint64_t)1 << (idx % 64);
+    if (!(*w & bit)) l->memo_len++;
+    *w |= bit;
+    l->memo[idx] = top;
+    return 0;
+  }
+  return memo_put(l, idx);
+}
+
 /* Build the string a LZ_STR memo entry stands for, from its opcode at at,
  * which the skip machine has run (so it fits the input). */
 static int build_lazy_str(loader *l, size_t at, gpuplan__pv **out) {
@@ -643,7 +694,7 @@ HOT int memo_get(loader *l, uint64_t idx) {
   /* A stand-in the skip machine memoized, wanted outside it. */
   if (v->type == GPUPLAN__PV_SKIPPED) return RESTART;
   TRY(push(l, v));
-  return v->type == GPUPLAN__PV_STR ? maybe_skip(l, v) : 0;
+  return v->type == GPUPLAN__PV_STR && (v->seen & SKIPKEY) ? maybe_skip(l, v) : 0;
 }
 
 /* --- skipping ---------------------------------------------------------------
@@ -1534,15 +1585,15 @@ static int run_fast(loader *l) {
       break;
     case OP_MEMOIZE:
       l->pos = pos + 1;
-      TRY(memo_put(l, l->memo_len));
+      TRY(memo_put_fast(l, l->memo_len));
       break;
     case OP_BINPUT:
       l->pos = pos + 2;
-      TRY(memo_put(l, buf[pos + 1]));
+      TRY(memo_put_fast(l, buf[pos + 1]));
       break;
     case OP_LONG_BINPUT:
       l->pos = pos + 5;
-      TRY(memo_put(l, le32(buf + pos + 1)));
+      TRY(memo_put_fast(l, le32(buf + pos + 1)));
       break;
     case OP_MARK:
       if (l->nmarks == l->mcap) return 0;
@@ -1561,12 +1612,21 @@ static int run_fast(loader *l) {
       l->pos = pos + 5;
       TRY(push_int(l, (int32_t)le32(buf + pos + 1)));
       break;
-    case OP_LONG1:
+    case OP_LONG1: {
+      /* At most 8 bytes, which can be read at once (len - pos >= 16). */
+      uint64_t u = le64(buf + pos + 2);
       n = buf[pos + 1];
       if (n > 8) return 0;
       l->pos = pos + 2 + n;
-      TRY(push_long(l, buf + pos + 2, n));
+      if (n == 0) {
+        u = 0;
+      } else if (n < 8) { /* the n low bytes, sign-extended */
+        u &= ~(uint64_t)0 >> (64 - 8 * n);
+        if ((u >> (8 * n - 1)) & 1u) u |= ~(uint64_t)0 << (8 * n);
+      }
+      TRY(push_int(l, to_signed(u)));
       break;
+    }
     case OP_NEWFALSE:
       l->pos = pos + 1;
       TRY(push(l, l->no));
@@ -1719,7 +1779,10 @@ static int load_once(gpuplan_ctx *ctx, const void *buf, size_t len, const gpupla
   l.buf = buf;
   l.len = len;
   l.lim = *lim;
-  l.slab_next = SLAB_MIN;
+  /* The values of a snapshot take about as many bytes as its pickle (a
+   * region no larger than the input, of which only what is used is
+   * touched); the next regions double. */
+  l.bump_next = len < REGION_MIN ? REGION_MIN : len > REGION_MAX / 4 ? REGION_MAX / 4 : len;
   l.maxd = l.lim.max_depth > MAX_HEIGHT ? MAX_HEIGHT : (uint32_t)l.lim.max_depth;
   l.skip = skip;
   while (skip && skip[l.nskip] && l.nskip < GPUPLAN__PICKLE_MAX_SKIP) {
@@ -1734,7 +1797,7 @@ static int load_once(gpuplan_ctx *ctx, const void *buf, size_t len, const gpupla
   }
   gpuplan__arena_init(&p->arena, ctx);
 
-  single = gpuplan__arena_alloc(&p->arena, 3 * sizeof *single);
+  single = lalloc(&l, 3 * sizeof *single);
   if (!single) {
     rc = nomem(&l);
     goto done;
