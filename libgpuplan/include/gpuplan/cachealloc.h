@@ -206,6 +206,36 @@ GPUPLAN_API int gpuplan_cachealloc_release(gpuplan_cachealloc *a, uint64_t addr)
  */
 GPUPLAN_API int gpuplan_cachealloc_empty_cache(gpuplan_cachealloc *a);
 
+/**
+ * beginAllocateToPool: route every following allocation to the private
+ * pool pool_id (torch.cuda.MemPool, a CUDA graph's pool), created with
+ * use_count 1 on first use, else its use_count is incremented.  A private
+ * pool's blocks are cached in it and reused only by allocations routed to
+ * it; a freed block returns to its own pool.
+ * @return GPUPLAN_OK; GPUPLAN_EINVAL for pool_id 0 or while another
+ *         begin_pool is in force; GPUPLAN_ENOMEM; GPUPLAN_EMISUSE for NULL.
+ * @errors any  @threads ctx  @since 0.2.0
+ */
+GPUPLAN_API int gpuplan_cachealloc_begin_pool(gpuplan_cachealloc *a, uint64_t pool_id);
+
+/**
+ * endAllocateToPool: allocations go to the default pools again.
+ * @return GPUPLAN_OK; GPUPLAN_EINVAL when no begin_pool is in force;
+ *         GPUPLAN_EMISUSE for NULL.
+ * @errors any  @threads ctx  @since 0.2.0
+ */
+GPUPLAN_API int gpuplan_cachealloc_end_pool(gpuplan_cachealloc *a);
+
+/**
+ * releasePool: decrement pool_id's use_count.  At 0 the next empty_cache
+ * frees its whole free segments, and deletes the pool once none remain;
+ * empty_cache never frees segments of a pool still in use.
+ * @return GPUPLAN_OK; GPUPLAN_EINVAL for a pool that is unknown or no
+ *         longer in use; GPUPLAN_EMISUSE for NULL.
+ * @errors any  @threads ctx  @since 0.2.0
+ */
+GPUPLAN_API int gpuplan_cachealloc_release_pool(gpuplan_cachealloc *a, uint64_t pool_id);
+
 /** The statistics (borrowed; valid while the allocator lives).  @errors none  @threads ctx  @since 0.2.0 */
 GPUPLAN_API const gpuplan_alloc_stats *gpuplan_cachealloc_stats(const gpuplan_cachealloc *a);
 
@@ -228,6 +258,7 @@ typedef struct gpuplan_segment_info {
   int large;       /**< segment_type "large" */
   int expandable;
   size_t nblocks;
+  uint64_t pool_id; /**< the private pool it belongs to (gpuplan_cachealloc_begin_pool); 0: the default pools  @since 0.2.0 */
 } gpuplan_segment_info;
 
 /** Number of segments.  @errors none  @threads ctx  @since 0.2.0 */

@@ -38,6 +38,7 @@ typedef struct gpuplan__blk {
   uint64_t gc_count;                 /* large-pool get_free_block calls since inserted */
   int allocated;
   int small;                         /* pool */
+  int pool;                          /* 0: the default pools; k: private pool a->pp[k - 1] */
   int mapped;                        /* 0 only for unmapped ranges of expandable segments */
   int expandable;                    /* lives in an expandable segment */
   struct gpuplan__blk *hnext;        /* allocated-address hash chain / spare list */
@@ -47,6 +48,7 @@ typedef struct gpuplan__blk {
 struct gpuplan__seg {
   uint64_t addr, size, stream;
   int small;
+  int pool;                          /* as the block's */
   int expandable;                    /* a virtual reservation mapped page by page (R26) */
   int pooled;                        /* from the allocator's parts arena (gpuplan__seg_add) */
   uint64_t page;                     /* its page size */
@@ -63,6 +65,15 @@ typedef struct gpuplan__pool {
   size_t un, ucap;
   uint64_t get_free_blocks_call_count;
 } gpuplan__pool;
+
+/* PrivatePool (torch.cuda.MemPool, CUDA-graph pools, R33): its own small
+ * and large BlockPools; freeable when use_count drops to 0, deleted by
+ * empty_cache once none of its segments remain.  id 0: a free slot. */
+typedef struct gpuplan__ppool {
+  uint64_t id;
+  int64_t use_count;
+  gpuplan__pool small, large;
+} gpuplan__ppool;
 
 /* The built-in mock device: a capacity and an address space. */
 typedef struct gpuplan__mockdev {
@@ -91,9 +102,14 @@ struct gpuplan_cachealloc {
   void *trace_payload;
   uint64_t total_memory;       /* for the fraction and the OOM text */
   gpuplan__va_ops va;          /* expandable reservations' addresses (alloc_int.h), or zeroed */
+  gpuplan__ppool *pp;          /* private pools (slots; blocks hold index + 1) */
+  size_t npp;
+  int cur_pool;                /* where allocations are routed: 0 or a private pool's index + 1 */
 };
 
-static inline gpuplan__pool *gpuplan__pool_of(gpuplan_cachealloc *a, int small) {
+/* The BlockPool of (pool, small): pool 0 the default ones, k private pool k. */
+static inline gpuplan__pool *gpuplan__pool_of(gpuplan_cachealloc *a, int pool, int small) {
+  if (pool) return small ? &a->pp[pool - 1].small : &a->pp[pool - 1].large;
   return small ? &a->small : &a->large;
 }
 
@@ -197,12 +213,12 @@ uint64_t gpuplan__try_merge_blocks(gpuplan_cachealloc *a, gpuplan__blk *b, gpupl
 /* try_allocate_expandable_block: grow into unmapped space until a free
  * block of size bytes exists, and return it out of its pool; NULL when the
  * device is full (*rc GPUPLAN_OK) or host memory ran out (*rc set). */
-gpuplan__blk *gpuplan__try_allocate_expandable_block(gpuplan_cachealloc *a, uint64_t stream, int small,
-                                                     uint64_t size, int *rc);
+gpuplan__blk *gpuplan__try_allocate_expandable_block(gpuplan_cachealloc *a, uint64_t stream, int pool,
+                                                     int small, uint64_t size, int *rc);
 /* unmap_block (R29): the whole pages inside the free mapped block b. */
 int gpuplan__unmap_block(gpuplan_cachealloc *a, gpuplan__blk *b);
 /* release_expandable_segment: drop the pool's reservations that are
  * wholly unmapped (a later one is a new reservation). */
-void gpuplan__release_expandable_segments(gpuplan_cachealloc *a, int small);
+void gpuplan__release_expandable_segments(gpuplan_cachealloc *a, int pool, int small);
 
 #endif /* GPUPLAN_ALLOC_PARTS_H */

@@ -132,6 +132,7 @@ int gpuplan_cachealloc_new(gpuplan_ctx *ctx, const gpuplan_alloc_conf *conf, uin
 
 void gpuplan_cachealloc_free(gpuplan_cachealloc *a) {
   gpuplan_ctx *ctx;
+  size_t i;
   if (!a) return;
   ctx = a->ctx;
   while (a->segs) {
@@ -141,6 +142,13 @@ void gpuplan_cachealloc_free(gpuplan_cachealloc *a) {
     if (!s->pooled) gpuplan__free(ctx, s);
   }
   gpuplan__arena_free(&a->parts); /* the block structs and pooled segments */
+  for (i = 0; i < a->npp; i++) {
+    gpuplan__free(ctx, a->pp[i].small.v);
+    gpuplan__free(ctx, a->pp[i].large.v);
+    gpuplan__free(ctx, a->pp[i].small.u);
+    gpuplan__free(ctx, a->pp[i].large.u);
+  }
+  gpuplan__free(ctx, a->pp);
   gpuplan__free(ctx, a->small.v);
   gpuplan__free(ctx, a->large.v);
   gpuplan__free(ctx, a->small.u);
@@ -230,7 +238,7 @@ static void release_segment(gpuplan_cachealloc *a, gpuplan__blk *b) {
 }
 
 static void release_block(gpuplan_cachealloc *a, gpuplan__blk *b) {
-  gpuplan__pool_remove(gpuplan__pool_of(a, b->small), b);
+  gpuplan__pool_remove(gpuplan__pool_of(a, b->pool, b->small), b);
   release_segment(a, b);
 }
 
@@ -238,10 +246,10 @@ static void release_block(gpuplan_cachealloc *a, gpuplan__blk *b) {
  * free pages of the pool's expandable segments are unmapped (R29).  The
  * end state does not depend on the order in which those are unmapped.
  * GPUPLAN_ENOMEM (host) leaves the pages not yet unmapped mapped. */
-static int release_blocks(gpuplan_cachealloc *a, gpuplan__pool *p) {
+static int release_blocks(gpuplan_cachealloc *a, int pool, int small) {
+  gpuplan__pool *p = gpuplan__pool_of(a, pool, small);
   size_t i, w = 0;
   gpuplan__seg *s;
-  int small = p == &a->small;
   /* One compacting pass: the pool keeps its order, no per-block memmove. */
   for (i = 0; i < p->n; i++) {
     gpuplan__blk *b = p->v[i];
@@ -251,18 +259,41 @@ static int release_blocks(gpuplan_cachealloc *a, gpuplan__pool *p) {
   p->n = w;
   for (s = a->segs; s; s = s->snext) {
     gpuplan__blk *b;
-    if (!s->expandable || s->small != small) continue;
+    if (!s->expandable || s->small != small || s->pool != pool) continue;
     for (b = s->first; b; b = b->next)
       if (!b->allocated && b->mapped) GPUPLAN_TRY(gpuplan__unmap_block(a, b));
   }
-  gpuplan__release_expandable_segments(a, small);
+  gpuplan__release_expandable_segments(a, pool, small);
   return GPUPLAN_OK;
 }
 
+/* A private pool's slot back to free (its BlockPools are empty). */
+static void delete_pool(gpuplan_cachealloc *a, gpuplan__ppool *q) {
+  gpuplan__free(a->ctx, q->small.v);
+  gpuplan__free(a->ctx, q->large.v);
+  gpuplan__free(a->ctx, q->small.u);
+  gpuplan__free(a->ctx, q->large.u);
+  memset(q, 0, sizeof *q);
+}
+
+/* R19 and R33: the default pools, then every freeable private pool
+ * (use_count 0), which is deleted once none of its segments remain. */
 static int release_cached_blocks(gpuplan_cachealloc *a) {
+  size_t k;
   a->st.num_sync_all_streams++;
-  GPUPLAN_TRY(release_blocks(a, &a->large));
-  return release_blocks(a, &a->small);
+  GPUPLAN_TRY(release_blocks(a, 0, 0));
+  GPUPLAN_TRY(release_blocks(a, 0, 1));
+  for (k = 0; k < a->npp; k++) {
+    gpuplan__ppool *q = &a->pp[k];
+    gpuplan__seg *s;
+    if (!q->id || q->use_count || a->cur_pool == (int)k + 1) continue; /* routed to: in use */
+    GPUPLAN_TRY(release_blocks(a, (int)k + 1, 1));
+    GPUPLAN_TRY(release_blocks(a, (int)k + 1, 0));
+    for (s = a->segs; s && s->pool != (int)k + 1; s = s->snext) {
+    }
+    if (!s) delete_pool(a, q);
+  }
+  return GPUPLAN_OK;
 }
 
 /* R21 (only when max_split_size is set). */
@@ -324,7 +355,7 @@ static void garbage_collect_cached_blocks(gpuplan_cachealloc *a) {
 
 /* R18: a new segment from the device. */
 static gpuplan__blk *alloc_block(gpuplan_cachealloc *a, uint64_t alloc_size, uint64_t expand_size,
-                                 uint64_t stream, int small, int is_retry, int *rc) {
+                                 uint64_t stream, int pool, int small, int is_retry, int *rc) {
   uint64_t addr;
   gpuplan__seg *s;
   gpuplan__blk *b;
@@ -333,7 +364,8 @@ static gpuplan__blk *alloc_block(gpuplan_cachealloc *a, uint64_t alloc_size, uin
   if (a->conf.memory_fraction < 1 &&
       (uint64_t)a->st.reserved_bytes[GPUPLAN_POOL_ALL].current + alloc_size > allowed_max(a))
     return NULL;
-  if (a->conf.expandable_segments) return gpuplan__try_allocate_expandable_block(a, stream, small, expand_size, rc);
+  if (a->conf.expandable_segments)
+    return gpuplan__try_allocate_expandable_block(a, stream, pool, small, expand_size, rc);
   if (a->dev.malloc(a->dev.payload, alloc_size, &addr) != GPUPLAN_OK) return NULL;
   s = gpuplan__seg_add(a, addr, alloc_size, stream, small);
   b = s ? gpuplan__blk_new(a) : NULL;
@@ -350,6 +382,7 @@ static gpuplan__blk *alloc_block(gpuplan_cachealloc *a, uint64_t alloc_size, uin
   b->stream = stream;
   b->seg = s;
   b->small = small;
+  b->pool = s->pool = pool;
   s->first = b;
   return b;
 }
@@ -459,7 +492,7 @@ int gpuplan_cachealloc_malloc(gpuplan_cachealloc *a, uint64_t orig, uint64_t str
   }
   size = gpuplan__round_size(&a->conf, orig);
   small = size <= KSMALL_SIZE;
-  p = gpuplan__pool_of(a, small);
+  p = gpuplan__pool_of(a, a->cur_pool, small);
   alloc_size = gpuplan__allocation_size(&a->conf, size);
   /* The split needs a block and a pool slot: host memory first. */
   if ((rc = gpuplan__spare_reserve(a, 1)) || (rc = gpuplan__pool_reserve(a, p, 1, 0))) return rc;
@@ -467,11 +500,11 @@ int gpuplan_cachealloc_malloc(gpuplan_cachealloc *a, uint64_t orig, uint64_t str
   b = get_free_block(a, p, size, stream);
   if (!b) {
     if (gc_enabled(a)) garbage_collect_cached_blocks(a);
-    b = alloc_block(a, alloc_size, size, stream, small, 0, &rc);
+    b = alloc_block(a, alloc_size, size, stream, a->cur_pool, small, 0, &rc);
     if (!b && !rc && release_available_cached_blocks(a, p, size, stream))
-      b = alloc_block(a, alloc_size, size, stream, small, 0, &rc);
+      b = alloc_block(a, alloc_size, size, stream, a->cur_pool, small, 0, &rc);
     if (!b && !rc && !(rc = release_cached_blocks(a)))
-      b = alloc_block(a, alloc_size, size, stream, small, 1, &rc);
+      b = alloc_block(a, alloc_size, size, stream, a->cur_pool, small, 1, &rc);
     if (rc) return rc;
     if (!b) {
       uint64_t dfree, dtotal;
@@ -493,7 +526,7 @@ int gpuplan_cachealloc_malloc(gpuplan_cachealloc *a, uint64_t orig, uint64_t str
 uint64_t gpuplan__try_merge_blocks(gpuplan_cachealloc *a, gpuplan__blk *b, gpuplan__blk *n) {
   uint64_t sz;
   if (!n || n->allocated || n->mapped != b->mapped) return 0;
-  gpuplan__pool_remove(gpuplan__pool_of(a, n->small), n);
+  gpuplan__pool_remove(gpuplan__pool_of(a, n->pool, n->small), n);
   sz = n->size;
   if (b->prev == n) {
     b->addr = n->addr;
@@ -534,7 +567,7 @@ static void free_block(gpuplan_cachealloc *a, gpuplan__blk *b, int64_t orig_size
   gpuplan__stat3(a->st.requested_bytes, small, -(int64_t)b->requested);
   if (net_n) gpuplan__stat3(a->st.inactive_split, small, net_n);
   if (net_bytes) gpuplan__stat3(a->st.inactive_split_bytes, small, net_bytes);
-  gpuplan__pool_insert(a, gpuplan__pool_of(a, small), b); /* reserved: cannot fail */
+  gpuplan__pool_insert(a, gpuplan__pool_of(a, b->pool, small), b); /* reserved: cannot fail */
 }
 
 /* DeviceCachingAllocator::free (R13): single-stream, so free_block at once. */
@@ -545,13 +578,18 @@ int gpuplan_cachealloc_release(gpuplan_cachealloc *a, uint64_t addr) {
   int small, rc;
   if (!a) return GPUPLAN_EMISUSE;
   if (addr == 0) return GPUPLAN_OK; /* the null pointer a size-0 request got (R24), as free(NULL) */
-  /* The block goes back into its pool: room first (either pool). */
+  /* The block goes back into its pool: room first (either default pool;
+   * a private pool's once the block is known). */
   if ((rc = gpuplan__pool_reserve(a, &a->small, 1, 0)) || (rc = gpuplan__pool_reserve(a, &a->large, 1, 0))) return rc;
   b = gpuplan__hash_take(a, addr);
   if (!b)
     return gpuplan__error(a->ctx, GPUPLAN_EINVAL,
                           "allocator: free of 0x%llx, which is not an allocated block",
                           (unsigned long long)addr);
+  if (b->pool && (rc = gpuplan__pool_reserve(a, gpuplan__pool_of(a, b->pool, b->small), 1, 0))) {
+    (void)gpuplan__hash_put(a, b); /* it was just taken out: no growth, cannot fail */
+    return rc;
+  }
   small = b->small;
   orig_size = (int64_t)b->size;
   at = b->addr;
@@ -589,3 +627,55 @@ void gpuplan_cachealloc_free_space(const gpuplan_cachealloc *a, uint64_t *larges
   if (total_out) *total_out = total;
 }
 
+
+/* --- private pools (R33) ------------------------------------------------------ */
+
+static gpuplan__ppool *find_pool(gpuplan_cachealloc *a, uint64_t id) {
+  size_t k;
+  for (k = 0; k < a->npp; k++)
+    if (a->pp[k].id == id) return &a->pp[k];
+  return NULL;
+}
+
+/* beginAllocateToPool: create_or_incref_pool, then route. */
+int gpuplan_cachealloc_begin_pool(gpuplan_cachealloc *a, uint64_t pool_id) {
+  gpuplan__ppool *q;
+  if (!a) return GPUPLAN_EMISUSE;
+  if (pool_id == 0)
+    return gpuplan__error(a->ctx, GPUPLAN_EINVAL, "gpuplan_cachealloc_begin_pool: pool id 0 names the default pools");
+  if (a->cur_pool)
+    return gpuplan__error(a->ctx, GPUPLAN_EINVAL,
+                          "gpuplan_cachealloc_begin_pool: allocations already go to pool %llu (end_pool first)",
+                          (unsigned long long)a->pp[a->cur_pool - 1].id);
+  if (!(q = find_pool(a, pool_id)) && !(q = find_pool(a, 0))) {
+    gpuplan__ppool *np = gpuplan__realloc(a->ctx, a->pp, (a->npp + 1) * sizeof *np);
+    if (!np) return gpuplan__nomem(a->ctx);
+    a->pp = np;
+    q = &a->pp[a->npp++];
+    memset(q, 0, sizeof *q);
+  }
+  if (!q->id) q->id = pool_id;
+  q->use_count++;
+  a->cur_pool = (int)(q - a->pp) + 1;
+  return GPUPLAN_OK;
+}
+
+int gpuplan_cachealloc_end_pool(gpuplan_cachealloc *a) {
+  if (!a) return GPUPLAN_EMISUSE;
+  if (!a->cur_pool)
+    return gpuplan__error(a->ctx, GPUPLAN_EINVAL,
+                          "gpuplan_cachealloc_end_pool: no gpuplan_cachealloc_begin_pool in force");
+  a->cur_pool = 0;
+  return GPUPLAN_OK;
+}
+
+int gpuplan_cachealloc_release_pool(gpuplan_cachealloc *a, uint64_t pool_id) {
+  gpuplan__ppool *q;
+  if (!a) return GPUPLAN_EMISUSE;
+  if (pool_id == 0 || !(q = find_pool(a, pool_id)) || q->use_count == 0)
+    return gpuplan__error(a->ctx, GPUPLAN_EINVAL,
+                          "gpuplan_cachealloc_release_pool: pool %llu is not in use",
+                          (unsigned long long)pool_id);
+  q->use_count--;
+  return GPUPLAN_OK;
+}

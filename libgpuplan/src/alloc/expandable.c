@@ -17,7 +17,7 @@ static uint64_t page_of(const gpuplan_cachealloc *a, int small) {
  * unmapped block b: 1, or 0 when the device is full (*rc GPUPLAN_OK) or
  * host memory ran out (*rc GPUPLAN_ENOMEM, nothing changed). */
 static int map_block(gpuplan_cachealloc *a, gpuplan__blk *b, uint64_t size, int *rc) {
-  gpuplan__pool *p = gpuplan__pool_of(a, b->small);
+  gpuplan__pool *p = gpuplan__pool_of(a, b->pool, b->small);
   uint64_t page = b->seg->page, off = b->addr - b->seg->addr;
   uint64_t end = (off + size + page - 1) / page * page, mapped, at = b->addr;
   if (end > b->seg->size) end = b->seg->size;
@@ -42,7 +42,7 @@ static int map_block(gpuplan_cachealloc *a, gpuplan__blk *b, uint64_t size, int 
 }
 
 int gpuplan__unmap_block(gpuplan_cachealloc *a, gpuplan__blk *b) {
-  gpuplan__pool *p = gpuplan__pool_of(a, b->small);
+  gpuplan__pool *p = gpuplan__pool_of(a, b->pool, b->small);
   uint64_t page = b->seg->page, base = b->seg->addr;
   uint64_t lo = (b->addr - base + page - 1) / page * page + base;
   uint64_t hi = (b->addr + b->size - base) / page * page + base;
@@ -103,9 +103,9 @@ static int has_room(const gpuplan__blk *b, uint64_t size) {
 /* find_expandable_block: the lowest unmapped range on this stream (with a
  * free block right before it) that has room, or a new reservation; NULL
  * with *rc GPUPLAN_ENOMEM when host memory ran out. */
-static gpuplan__blk *find_expandable_block(gpuplan_cachealloc *a, uint64_t stream, int small, uint64_t size,
-                                           int *rc) {
-  gpuplan__pool *p = gpuplan__pool_of(a, small);
+static gpuplan__blk *find_expandable_block(gpuplan_cachealloc *a, uint64_t stream, int pool, int small,
+                                           uint64_t size, int *rc) {
+  gpuplan__pool *p = gpuplan__pool_of(a, pool, small);
   size_t i;
   gpuplan__seg *s;
   gpuplan__blk *c;
@@ -138,6 +138,7 @@ static gpuplan__blk *find_expandable_block(gpuplan_cachealloc *a, uint64_t strea
   s->size = va;
   s->stream = stream;
   s->small = small;
+  s->pool = pool;
   s->expandable = 1;
   s->page = page;
   s->snext = a->segs;
@@ -149,6 +150,7 @@ static gpuplan__blk *find_expandable_block(gpuplan_cachealloc *a, uint64_t strea
   c->stream = stream;
   c->seg = s;
   c->small = small;
+  c->pool = pool;
   c->expandable = 1;
   c->mapped = 0;
   s->first = c;
@@ -156,9 +158,9 @@ static gpuplan__blk *find_expandable_block(gpuplan_cachealloc *a, uint64_t strea
   return c;
 }
 
-gpuplan__blk *gpuplan__try_allocate_expandable_block(gpuplan_cachealloc *a, uint64_t stream, int small,
-                                                     uint64_t size, int *rc) {
-  gpuplan__blk *c = find_expandable_block(a, stream, small, size, rc);
+gpuplan__blk *gpuplan__try_allocate_expandable_block(gpuplan_cachealloc *a, uint64_t stream, int pool,
+                                                     int small, uint64_t size, int *rc) {
+  gpuplan__blk *c = find_expandable_block(a, stream, pool, small, size, rc);
   if (!c) return NULL;
   if (!c->mapped) {
     uint64_t want = c->size < size ? c->size : size;
@@ -171,7 +173,7 @@ gpuplan__blk *gpuplan__try_allocate_expandable_block(gpuplan_cachealloc *a, uint
     if (!map_block(a, n, rem < n->size ? rem : n->size, rc)) return NULL;
     c = n; /* n absorbed c when it merged backwards */
   }
-  gpuplan__pool_remove(gpuplan__pool_of(a, small), c);
+  gpuplan__pool_remove(gpuplan__pool_of(a, pool, small), c);
   return c;
 }
 
@@ -199,7 +201,7 @@ static gpuplan__blk *install_piece(gpuplan_cachealloc *a, gpuplan__seg *s, gpupl
 
 int gpuplan__alloc_install_expandable(gpuplan_cachealloc *a, uint64_t base, uint64_t size, uint64_t stream,
                                       int small, const gpuplan__install_block *blocks, size_t n) {
-  gpuplan__pool *p = gpuplan__pool_of(a, small);
+  gpuplan__pool *p = gpuplan__pool_of(a, 0, small);
   gpuplan__seg *s;
   gpuplan__blk *last = NULL;
   uint64_t at = base;
@@ -254,13 +256,13 @@ int gpuplan__alloc_install_expandable(gpuplan_cachealloc *a, uint64_t base, uint
   return GPUPLAN_OK;
 }
 
-void gpuplan__release_expandable_segments(gpuplan_cachealloc *a, int small) {
+void gpuplan__release_expandable_segments(gpuplan_cachealloc *a, int pool, int small) {
   gpuplan__seg *s = a->segs, *nx;
   for (; s; s = nx) {
     gpuplan__blk *b = s->first;
     nx = s->snext;
-    if (!s->expandable || s->small != small || !b || b->mapped || b->next) continue;
-    gpuplan__pool_uremove(gpuplan__pool_of(a, small), b);
+    if (!s->expandable || s->small != small || s->pool != pool || !b || b->mapped || b->next) continue;
+    gpuplan__pool_uremove(gpuplan__pool_of(a, pool, small), b);
     gpuplan__blk_del(a, b);
     if (s->sprev) s->sprev->snext = s->snext;
     else a->segs = s->snext;

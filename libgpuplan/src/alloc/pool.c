@@ -244,6 +244,7 @@ gpuplan__blk *gpuplan__split_block(gpuplan_cachealloc *a, gpuplan__blk *b, uint6
   r->stream = b->stream;
   r->seg = b->seg;
   r->small = b->small;
+  r->pool = b->pool;
   r->expandable = b->expandable;
   r->mapped = b->mapped;
   r->prev = b;
@@ -287,7 +288,7 @@ int gpuplan__alloc_install(gpuplan_cachealloc *a, uint64_t addr, uint64_t size, 
   size_t i;
   /* Host memory first: the block structs and the pool slots. */
   GPUPLAN_TRY(gpuplan__spare_reserve(a, n));
-  GPUPLAN_TRY(gpuplan__pool_reserve(a, gpuplan__pool_of(a, small), n, 0));
+  GPUPLAN_TRY(gpuplan__pool_reserve(a, gpuplan__pool_of(a, 0, small), n, 0));
   if (!(s = gpuplan__seg_add(a, addr, size, stream, small))) return gpuplan__nomem(a->ctx);
   for (i = 0; i < n; i++) {
     gpuplan__blk *b = gpuplan__blk_new(a); /* reserved: cannot fail */
@@ -312,7 +313,7 @@ int gpuplan__alloc_install(gpuplan_cachealloc *a, uint64_t addr, uint64_t size, 
       if (b->size >= a->conf.max_split_size) gpuplan__stat_add(&a->st.oversize_allocations, 1);
     } else {
       /* Appended unsorted; gpuplan__alloc_installed sorts the pools once. */
-      gpuplan__pool *p = gpuplan__pool_of(a, small);
+      gpuplan__pool *p = gpuplan__pool_of(a, 0, small);
       p->v[p->n++] = b; /* reserved: cannot fail */
     }
   }

@@ -18,7 +18,7 @@ typedef struct view {
   uint64_t addr, size, stream;
   gpuplan__blk *first;
   size_t nblocks;
-  int small, expandable;
+  int small, expandable, pool;
 } view;
 
 static int view_cmp(const void *x, const void *y) {
@@ -44,6 +44,7 @@ static int collect_views(gpuplan_cachealloc *a, view **out, size_t *n_out) {
       v[k].stream = s->stream;
       v[k].first = s->first;
       v[k].small = s->small;
+      v[k].pool = s->pool;
       v[k].expandable = 0;
       for (v[k].nblocks = 0, b = s->first; b; b = b->next) v[k].nblocks++;
       k++;
@@ -56,6 +57,7 @@ static int collect_views(gpuplan_cachealloc *a, view **out, size_t *n_out) {
       v[k].stream = s->stream;
       v[k].first = b;
       v[k].small = s->small;
+      v[k].pool = s->pool;
       v[k].expandable = 1;
       v[k].nblocks = 0;
       {
@@ -90,7 +92,8 @@ size_t gpuplan_cachealloc_segment_count(const gpuplan_cachealloc *a) {
 }
 
 /* A view as the snapshot shows it, and up to cap of its blocks. */
-static void view_info(const view *v, gpuplan_segment_info *out, gpuplan_block_info *blocks, size_t cap) {
+static void view_info(const gpuplan_cachealloc *a, const view *v, gpuplan_segment_info *out,
+                      gpuplan_block_info *blocks, size_t cap) {
   size_t k;
   gpuplan__blk *b;
   memset(out, 0, sizeof *out);
@@ -100,6 +103,7 @@ static void view_info(const view *v, gpuplan_segment_info *out, gpuplan_block_in
   out->large = !v->small;
   out->expandable = v->expandable;
   out->nblocks = v->nblocks;
+  out->pool_id = v->pool ? a->pp[v->pool - 1].id : 0;
   for (k = 0, b = v->first; k < v->nblocks; k++, b = b->next) {
     if (b->allocated) {
       out->allocated_size += b->size;
@@ -125,7 +129,7 @@ int gpuplan_cachealloc_segment(gpuplan_cachealloc *a, size_t i, gpuplan_segment_
     gpuplan__free(a->ctx, v);
     return gpuplan__error(a->ctx, GPUPLAN_EINVAL, "segment %zu out of range (%zu segments)", i, n);
   }
-  view_info(&v[i], out, blocks, cap);
+  view_info(a, &v[i], out, blocks, cap);
   gpuplan__free(a->ctx, v);
   return GPUPLAN_OK;
 }
@@ -150,7 +154,7 @@ int gpuplan__alloc_layout(gpuplan_cachealloc *a, gpuplan_segment_info **segs_out
     return gpuplan__nomem(a->ctx);
   }
   for (i = 0, nb = 0; i < n; i++) {
-    view_info(&v[i], &segs[i], blocks + nb, v[i].nblocks);
+    view_info(a, &v[i], &segs[i], blocks + nb, v[i].nblocks);
     nb += v[i].nblocks;
   }
   gpuplan__free(a->ctx, v);
