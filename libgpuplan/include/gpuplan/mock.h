@@ -244,9 +244,12 @@ GPUPLAN_API int gpuplan_mock_set_driver(gpuplan_mock *sim, const char *version);
 
 /**
  * gpuplan_simulate() on a mock GPU of the SKU, as `gpuplan simulate` runs
- * it: the CUDA context, NCCL buffers and cuBLAS workspace the memory model
- * charges sit on the device outside PyTorch's allocator, other processes
- * hold other_bytes, and out->capacity is what is left for PyTorch.
+ * it: the device has the memory the driver reports (options->gpu_total_bytes,
+ * else gpuplan_gpu_usable_bytes: the catalog's NVML total, else the marketed
+ * size); the CUDA context and NCCL buffers the memory model charges sit on
+ * it outside PyTorch's allocator (the cuBLAS workspaces are allocations of
+ * the simulated cache), other processes hold other_bytes, and
+ * out->capacity is what is left for PyTorch.
  * so->device is ignored (the mock is used).
  * @return as gpuplan_simulate; GPUPLAN_EINVAL (named) when other_bytes do
  *         not fit beside the resident memory.

@@ -1111,12 +1111,7 @@ int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
   GPUPLAN_TRY(gpuplan_memory_eval(j->ctx, t.js.model, t.js.gpu, &t.js.options, GPUPLAN_STAGE_WORST, &worst));
   /* outside PyTorch's allocator (the cuBLAS workspace is inside it) */
   resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes;
-  {
-    /* The mock device has the memory the driver reports (NVML's total), not the marketed size. */
-    gpuplan_gpu g = *t.js.gpu;
-    g.memory_bytes = t.js.options.gpu_total_bytes ? t.js.options.gpu_total_bytes : gpuplan_gpu_usable_bytes(t.js.gpu, NULL);
-    GPUPLAN_TRY(gpuplan__mock_simulate(j->ctx, t.js.model, &g, &t.js.options, &so, other, &sr, &sum));
-  }
+  GPUPLAN_TRY(gpuplan__mock_simulate(j->ctx, t.js.model, t.js.gpu, &t.js.options, &so, other, &sr, &sum));
   if (!(b = gpuplan__doc_begin(j->ctx, "simulate"))) {
     gpuplan__free(j->ctx, sum.text);
     return gpuplan_errcode(j->ctx);

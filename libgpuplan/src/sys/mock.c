@@ -968,7 +968,9 @@ fail:
 }
 
 /* gpuplan_mock_simulate, and the job API's simulate with memory_summary()
- * (sum, may be NULL): a mock GPU of gpu->memory_bytes with the memory
+ * (sum, may be NULL): a mock GPU with the memory the driver reports
+ * (options->gpu_total_bytes, else the catalog's NVML total, else the
+ * marketed size: gpuplan_gpu_usable_bytes), with the memory
  * outside PyTorch's allocator resident (the CUDA context and NCCL; the
  * cuBLAS workspace is an allocation of the simulated cache,
  * plan/program.c) and other processes charged. */
@@ -978,11 +980,15 @@ int gpuplan__mock_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const g
   gpuplan_memory worst;
   gpuplan_simulate_options so;
   gpuplan_mock *mock = NULL;
+  gpuplan_gpu dev;
   uint64_t resident;
   int rc;
   if (!ctx || !model || !gpu || !options || !so_in || !out)
     return gpuplan_seterror(ctx, GPUPLAN_EMISUSE, "simulate: NULL argument");
   if ((rc = gpuplan_memory_eval(ctx, model, gpu, options, GPUPLAN_STAGE_WORST, &worst))) return rc;
+  dev = *gpu;
+  dev.memory_bytes = options->gpu_total_bytes ? options->gpu_total_bytes : gpuplan_gpu_usable_bytes(gpu, NULL);
+  gpu = &dev;
   resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes;
   if ((rc = gpuplan_mock_new(ctx, &mock))) return gpuplan_seterror(ctx, rc, "simulate: out of memory");
   rc = gpuplan_mock_add_device(mock, gpu->name, gpu->memory_bytes, resident, NULL);
