@@ -1,6 +1,7 @@
 /*
  * test_oom_alloc.c: out-of-memory sweeps of the allocator model, replay and
- * the replay, explain-oom and catalog commands (review M3; style.md 9.10):
+ * the replay (its html page included), explain-oom and catalog commands
+ * (review M3; style.md 9.10):
  * every host allocation of a scenario fails in turn, once (transient) and
  * for good (persistent).  The only acceptable results are GPUPLAN_OK with
  * the same answer as without failures, or GPUPLAN_ENOMEM with its message;
@@ -19,7 +20,7 @@ static char *slurp(const char *dir, const char *name, size_t *len) {
   FILE *f;
   char *buf;
   long n;
-  snprintf(path, sizeof path, "%s/%s", dir, name);
+  snprintf(path, sizeof path, "%s%s%s", dir, *dir ? "/" : "", name);
   f = fopen(path, "rb");
   if (!f) fail_msg("%s: cannot open", path);
   fseek(f, 0, SEEK_END);
@@ -140,6 +141,46 @@ static int sc_job(gpuplan_ctx *ctx, const void *arg) {
   if (rc == GPUPLAN_OK) {
     const char *json = gpuplan_doc_json(doc, GPUPLAN_JSON_PRETTY, NULL);
     if (!json) rc = GPUPLAN_ENOMEM;
+  }
+  gpuplan_doc_free(doc);
+  gpuplan_job_free(job);
+  return rc;
+}
+
+/* replay's html option (replay/html.c): the page written in full as
+ * without failures, or ENOMEM and no page. */
+typedef struct html_case {
+  const char *file;     /* in GPUPLAN_TRACES */
+  const char *capacity; /* or NULL */
+  char page[512];
+  char *want;           /* the page without failures */
+  size_t want_len;
+} html_case;
+
+static int sc_html(gpuplan_ctx *ctx, const void *arg) {
+  const html_case *k = arg;
+  gpuplan_job *job = NULL;
+  gpuplan_doc *doc = NULL;
+  char path[1024];
+  int rc;
+  unlink(k->page);
+  snprintf(path, sizeof path, "%s/%s", traces(), k->file);
+  rc = gpuplan_job_new(ctx, cat, &job);
+  if (rc == GPUPLAN_OK) rc = gpuplan_job_set(job, "file", path);
+  if (rc == GPUPLAN_OK) rc = gpuplan_job_set(job, "html", k->page);
+  if (rc == GPUPLAN_OK && k->capacity) rc = gpuplan_job_set(job, "capacity", k->capacity);
+  if (rc == GPUPLAN_OK) rc = gpuplan_job_run(job, "replay", &doc);
+  if (rc == GPUPLAN_OK) {
+    const char *p = gpuplan_value_string(gpuplan_value_get(gpuplan_doc_root(doc), "html"), NULL);
+    assert_non_null(p);
+    assert_string_equal(p, k->page);
+    if (k->want) {
+      size_t len;
+      char *got = slurp("", k->page, &len);
+      assert_int_equal(len, k->want_len);
+      assert_memory_equal(got, k->want, len);
+      free(got);
+    }
   }
   gpuplan_doc_free(doc);
   gpuplan_job_free(job);
@@ -302,6 +343,63 @@ static void test_oom_alloc__export(void **state) {
   unlink(path);
 }
 
+static void html_sweeps(html_case *k) {
+  gpuplan_ctx *ctx;
+  tmp_path(k->page, sizeof k->page, k->capacity ? "oom-html-whatif.html" : "oom-html.html");
+  assert_int_equal(gpuplan_ctx_new(&ctx, NULL), GPUPLAN_OK);
+  assert_int_equal(sc_html(ctx, k), GPUPLAN_OK);
+  gpuplan_ctx_free(ctx);
+  k->want = slurp("", k->page, &k->want_len);
+  assert_non_null(strstr(k->want, "id=\"gpuplan-data\""));
+  both(sc_html, k);
+  free(k->want);
+  unlink(k->page);
+}
+
+static void test_oom_alloc__replay_html(void **state) {
+  html_case exact, oom;
+  gpuplan_ctx *ctx;
+  (void)state;
+  assert_int_equal(gpuplan_ctx_new(&ctx, NULL), GPUPLAN_OK);
+  assert_int_equal(gpuplan_catalog_open_default(ctx, &cat), GPUPLAN_OK);
+  memset(&exact, 0, sizeof exact);
+  exact.file = "linear-grad.pickle";
+  html_sweeps(&exact);
+  memset(&oom, 0, sizeof oom);
+  oom.file = "linear-grad.pickle";
+  oom.capacity = "3500"; /* an OOM at event 16: the page's OOM map */
+  html_sweeps(&oom);
+  gpuplan_catalog_free(cat);
+  cat = NULL;
+  gpuplan_ctx_free(ctx);
+}
+
+/* A page that cannot be written names the option. */
+static void test_oom_alloc__html_unwritable(void **state) {
+  gpuplan_ctx *ctx;
+  gpuplan_job *job;
+  gpuplan_doc *doc = NULL;
+  char path[1024];
+  (void)state;
+  assert_int_equal(gpuplan_ctx_new(&ctx, NULL), GPUPLAN_OK);
+  assert_int_equal(gpuplan_catalog_open_default(ctx, &cat), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_new(ctx, cat, &job), GPUPLAN_OK);
+  snprintf(path, sizeof path, "%s/linear-grad.pickle", traces());
+  assert_int_equal(gpuplan_job_set(job, "file", path), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_set(job, "html", "/nonexistent-dir/page.html"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "replay", &doc), GPUPLAN_EIO);
+  assert_null(doc);
+  assert_memory_equal(gpuplan_errmsg(ctx), "html", 4);
+  assert_non_null(strstr(gpuplan_errmsg(ctx), "/nonexistent-dir/page.html"));
+  assert_int_equal(gpuplan_job_set(job, "html", ""), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "replay", &doc), GPUPLAN_EINVAL);
+  assert_memory_equal(gpuplan_errmsg(ctx), "html", 4);
+  gpuplan_job_free(job);
+  gpuplan_catalog_free(cat);
+  cat = NULL;
+  gpuplan_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_oom_alloc__replay_expandable),
@@ -309,6 +407,8 @@ int main(void) {
     cmocka_unit_test(test_oom_alloc__replay_exact),
     cmocka_unit_test(test_oom_alloc__commands),
     cmocka_unit_test(test_oom_alloc__export),
+    cmocka_unit_test(test_oom_alloc__replay_html),
+    cmocka_unit_test(test_oom_alloc__html_unwritable),
   };
   return cmocka_run_group_tests_name("oom_alloc", tests, NULL, NULL);
 }
