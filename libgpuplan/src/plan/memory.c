@@ -192,26 +192,24 @@ static int mlp_gemms(const shape *s, gpuplan__gemm *g, int n, const char *fc1, c
   return add_gemm(g, n, fc2, s->h, f, count, routed, GPUPLAN__SPLIT_K);
 }
 
-int gpuplan__layer_gemms(const gpuplan_model *m, const gpuplan_memory_options *o, int layer_kind,
-                         gpuplan__gemm *out) {
-  shape s;
+static int layer_gemms(const shape *s, int layer_kind, gpuplan__gemm *out) {
   int n = 0;
-  get_shape(m, o, &s);
-  n = attn_gemms(&s, out, n, 0);
-  if (layer_kind == GPUPLAN__LAYER_DECODER) n = attn_gemms(&s, out, n, 1);
-  if (layer_kind == GPUPLAN__LAYER_MOE && s.E > 1) {
-    n = add_gemm(out, n, "router", s.E, s.h, 1, 0, GPUPLAN__SPLIT_NONE);
-    n = mlp_gemms(&s, out, n, "expert fc1", "expert fc2", s.fe, 1, 1);
-    if (s.Es > 0) n = mlp_gemms(&s, out, n, "shared expert fc1", "shared expert fc2", s.fs, s.Es, 0);
+  n = attn_gemms(s, out, n, 0);
+  if (layer_kind == GPUPLAN__LAYER_DECODER) n = attn_gemms(s, out, n, 1);
+  if (layer_kind == GPUPLAN__LAYER_MOE && s->E > 1) {
+    n = add_gemm(out, n, "router", s->E, s->h, 1, 0, GPUPLAN__SPLIT_NONE);
+    n = mlp_gemms(s, out, n, "expert fc1", "expert fc2", s->fe, 1, 1);
+    if (s->Es > 0) n = mlp_gemms(s, out, n, "shared expert fc1", "shared expert fc2", s->fs, s->Es, 0);
   } else {
-    n = mlp_gemms(&s, out, n, "fc1", "fc2", s.f, 1, 0);
+    n = mlp_gemms(s, out, n, "fc1", "fc2", s->f, 1, 0);
   }
   return n;
 }
 
 void gpuplan__layer_mix_of(const gpuplan_model *m, const gpuplan_memory_options *o, gpuplan__layer_mix *mix) {
   shape s;
-  get_shape(m, o, &s);
+  int k;
+  get_shape(m, o, &s); /* once: the shape's strcmp()s are most of its cost */
   memset(mix, 0, sizeof *mix);
   mix->dense = s.Ld;
   mix->moe = s.L - s.Ld;
@@ -224,6 +222,7 @@ void gpuplan__layer_mix_of(const gpuplan_model *m, const gpuplan_memory_options 
   mix->qk_dim = s.mla ? s.d + s.dr : s.d;
   mix->v_dim = s.mla ? s.dv : s.d;
   mix->causal = !s.encoder;
+  for (k = 0; k < 3; k++) mix->ngemm[k] = layer_gemms(&s, k, mix->gemm[k]);
 }
 
 /* --- LoRA adapters -------------------------------------------------------- */

@@ -705,8 +705,6 @@ int gpuplan__perf_eval(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_c
   double t_stage_max = 0, t_stage_sum = 0, layers_max = 0, t_gemm_step, t_attn_step, t_elem_step;
   double rec_full, rec_sel, causal, Lstack, mlp_w, nkind[3];
   gpuplan__layer_mix mix;
-  gpuplan__gemm gemms[3][GPUPLAN__MAX_GEMMS];
-  int ngemm[3];
   int fp8, zero3, i;
   comm_acc acc;
   gemm_ctx gc;
@@ -801,9 +799,6 @@ int gpuplan__perf_eval(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_c
   qkv_n = (a + 2 * kv) * d;       /* the fp8 casts' widths below */
   fc1_n = f * (glu == 3 ? 2 : 1);
   gpuplan__layer_mix_of(m, o, &mix);
-  ngemm[GPUPLAN__LAYER_DENSE] = gpuplan__layer_gemms(m, o, GPUPLAN__LAYER_DENSE, gemms[GPUPLAN__LAYER_DENSE]);
-  ngemm[GPUPLAN__LAYER_MOE] = gpuplan__layer_gemms(m, o, GPUPLAN__LAYER_MOE, gemms[GPUPLAN__LAYER_MOE]);
-  ngemm[GPUPLAN__LAYER_DECODER] = gpuplan__layer_gemms(m, o, GPUPLAN__LAYER_DECODER, gemms[GPUPLAN__LAYER_DECODER]);
   nkind[GPUPLAN__LAYER_DENSE] = mix.dense;
   nkind[GPUPLAN__LAYER_MOE] = mix.moe;
   nkind[GPUPLAN__LAYER_DECODER] = mix.decoder;
@@ -814,8 +809,8 @@ int gpuplan__perf_eval(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_c
   mlp_w = 0;
   for (i = 0; i < 3; i++) {
     int j;
-    for (j = 0; j < ngemm[i]; j++)
-      gemm_fwd_tok += nkind[i] * 2 * gemms[i][j].n * gemms[i][j].k * gemms[i][j].count * (gemms[i][j].routed ? topk : 1);
+    for (j = 0; j < mix.ngemm[i]; j++)
+      gemm_fwd_tok += nkind[i] * 2 * mix.gemm[i][j].n * mix.gemm[i][j].k * mix.gemm[i][j].count * (mix.gemm[i][j].routed ? topk : 1);
     mlp_w += nkind[i] * mix.mlp_width[i];
   }
   mlp_w /= Lstack; /* the MLP width a token passes per layer, on average */
@@ -837,8 +832,8 @@ int gpuplan__perf_eval(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_c
       double fk = 0, flk = 0;
       int j;
       if (!(nkind[i] > 0)) continue;
-      for (j = 0; j < ngemm[i]; j++) {
-        const gpuplan__gemm *gm = &gemms[i][j];
+      for (j = 0; j < mix.ngemm[i]; j++) {
+        const gpuplan__gemm *gm = &mix.gemm[i][j];
         double N = gm->split == GPUPLAN__SPLIT_N ? gm->n / t : gm->n;
         double K = gm->split == GPUPLAN__SPLIT_K ? gm->k / t : gm->k;
         if (gm->routed) fk += (E / ep) * gemm_t(&gc, tok_e, N, K, &flk);

@@ -80,10 +80,11 @@ typedef struct gpuplan__layer_mix {
   double mlp_width[3];        /* the MLP width a token passes through per kind (top_k x expert + shared) */
   double qk_dim, v_dim;       /* per head: the query/key and value widths the scores use */
   int causal;                 /* 0 for encoder-only models (bidirectional self-attention) */
+  gpuplan__gemm gemm[3][GPUPLAN__MAX_GEMMS]; /* each kind's GEMMs */
+  int ngemm[3];
 } gpuplan__layer_mix;
 
-int gpuplan__layer_gemms(const gpuplan_model *m, const gpuplan_memory_options *o, int layer_kind,
-                         gpuplan__gemm *out);
+/* The stack's layer kinds and their GEMMs, from one read of the shape. */
 void gpuplan__layer_mix_of(const gpuplan_model *m, const gpuplan_memory_options *o, gpuplan__layer_mix *mix);
 
 /* gpuplan_simulate, and torch.cuda.memory_summary() of the allocator at the
