@@ -420,7 +420,6 @@ class Catalog:
         other_procs: Optional[Union[int, float, str]] = ...,
         snapshot: Optional[str] = ...,
         on: Optional[str] = ...,
-        alloc_conf_from: Optional[Literal["option", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"]] = ...,
         env_alloc_conf: Optional[str] = ...,
         env_cuda_alloc_conf: Optional[str] = ...,
         torch: Optional[Literal["latest", "2.10", "2.9", "2.8", "2.7", "2.6", "2.5", "2.4", "2.3", "2.2", "2.1", "2.x", "2.0", "1.13"]] = ...,

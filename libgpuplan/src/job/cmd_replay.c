@@ -30,42 +30,28 @@ typedef struct replay_job {
 /* The allocator settings of a replay or a simulation (tools_int.h). */
 int gpuplan__alloc_conf_source(gpuplan_job *j, unsigned release, const char **conf, const char **from, char *warn,
                                size_t warn_cap) {
-  static const char *const names[] = {"option", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"};
+  static const char *const names[] = {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"};
   const char *opt = gpuplan__job_str(j, JOPT(J_ALLOC_CONF), NULL);
   const char *env = gpuplan__job_str(j, TOPT(T_ENV_ALLOC_CONF), NULL);
   const char *env_old = gpuplan__job_str(j, TOPT(T_ENV_CUDA_ALLOC_CONF), NULL);
-  int64_t f = gpuplan__job_int(j, TOPT(T_ALLOC_CONF_FROM), GPUPLAN__CONF_FROM_OPTION);
   char rel[24];
   if (warn && warn_cap) warn[0] = '\0';
   if (env && !*env) env = NULL; /* an empty variable is an unset one, as PyTorch reads it */
   if (env_old && !*env_old) env_old = NULL;
-  if (gpuplan__job_isset(j, TOPT(T_ALLOC_CONF_FROM)) && !opt)
-    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, TOPT(T_ALLOC_CONF_FROM),
-                              "says where alloc_conf came from, but alloc_conf is not set");
   gpuplan__torch_release_name(release, rel, sizeof rel);
   if (opt) {
     *conf = opt;
-    *from = names[f >= 0 && f < 3 ? f : 0];
-    /* the older caller's way: alloc_conf taken from PYTORCH_ALLOC_CONF by hand */
-    if (f == GPUPLAN__CONF_FROM_ENV && !gpuplan__reads_pytorch_alloc_conf(release)) {
-      if (warn)
-        snprintf(warn, warn_cap,
-                 "torch %s's CUDA allocator does not read PYTORCH_ALLOC_CONF (2.10 is the first that does; "
-                 "pytorch#183387): its settings '%.200s' were ignored, as that release ignored them; "
-                 "PYTORCH_CUDA_ALLOC_CONF is the variable it reads", rel, opt);
-      *conf = NULL;
-      *from = "defaults";
-    }
+    *from = "option";
     return GPUPLAN_OK;
   }
   if (gpuplan__reads_pytorch_alloc_conf(release)) {
     /* 2.10+: c10/core/AllocatorConfig.cpp reads PYTORCH_ALLOC_CONF first,
      * then the deprecated PYTORCH_CUDA_ALLOC_CONF */
     *conf = env ? env : env_old;
-    *from = env ? names[1] : env_old ? names[2] : "defaults";
+    *from = env ? names[0] : env_old ? names[1] : "defaults";
   } else {
     *conf = env_old;
-    *from = env_old ? names[2] : "defaults";
+    *from = env_old ? names[1] : "defaults";
     if (env && warn)
       snprintf(warn, warn_cap,
                "torch %s's CUDA allocator does not read PYTORCH_ALLOC_CONF (2.10 is the first that does; "

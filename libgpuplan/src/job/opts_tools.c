@@ -11,11 +11,6 @@ static const gpuplan_option_info opts[] = {
   /* replay */
   {"file", "file", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "(required)",
    "the torch.cuda.memory._dump_snapshot() pickle to replay", C_REPLAY, GPUPLAN_OPTF_POSITIONAL, "input"},
-  {"alloc_conf_from", "alloc-conf-from", GPUPLAN_OPT_ENUM, "", 0, 0,
-   "option|PYTORCH_ALLOC_CONF|PYTORCH_CUDA_ALLOC_CONF", "option",
-   "where alloc_conf came from, for the report (the CLI sets it when it reads the environment); simulate "
-   "follows the torch release's rule (PYTORCH_ALLOC_CONF reaches the CUDA allocator from 2.10)",
-   C_REPLAY | C_SIMULATE, 0, "what-if"},
   {"env_alloc_conf", "env-alloc-conf", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "unset",
    "the value of PYTORCH_ALLOC_CONF in the run's environment (the CLI passes its own): used when alloc_conf is "
    "not given, by releases that read it (2.10 and later)",

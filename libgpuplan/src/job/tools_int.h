@@ -11,7 +11,6 @@
 /* The options of opts_tools.c, by index into gpuplan__opts_tools.opts. */
 enum {
   T_FILE = 0,        /* replay: the snapshot pickle (positional) */
-  T_ALLOC_CONF_FROM, /* replay: where alloc_conf came from (the CLI sets it) */
   T_ENV_ALLOC_CONF,  /* replay, simulate: PYTORCH_ALLOC_CONF's value in the run's environment */
   T_ENV_CUDA_ALLOC_CONF, /* replay, simulate: PYTORCH_CUDA_ALLOC_CONF's value */
   T_CAPACITY,        /* replay: usable device memory */
@@ -29,8 +28,6 @@ enum {
 };
 #define TOPT(id) (&gpuplan__opts_tools.opts[id])
 
-/* Choices of T_ALLOC_CONF_FROM, in order. */
-enum { GPUPLAN__CONF_FROM_OPTION = 0, GPUPLAN__CONF_FROM_ENV, GPUPLAN__CONF_FROM_ENV_OLD };
 
 /* Choices of T_SUBCOMMAND, in order. */
 enum {
@@ -48,12 +45,12 @@ typedef struct gpuplan__torch_release {
 const gpuplan__torch_release *gpuplan__torch_release_at(int64_t index);
 
 /* The allocator settings a run uses, one rule for replay and simulate:
- * alloc_conf when given (from = "option", or what alloc_conf_from says);
+ * alloc_conf when given (from = "option");
  * else the environment as torch `release` (major*100+minor) reads it:
  * from 2.10 PYTORCH_ALLOC_CONF, then PYTORCH_CUDA_ALLOC_CONF; before,
  * PYTORCH_CUDA_ALLOC_CONF only (a PYTORCH_ALLOC_CONF that release ignored
- * gives a warning in warn); else NULL with from = "defaults".  Errors
- * (EINVAL) name the option. */
+ * gives a warning in warn); else NULL with from = "defaults".  Returns
+ * GPUPLAN_OK. */
 int gpuplan__alloc_conf_source(gpuplan_job *j, unsigned release, const char **conf, const char **from, char *warn,
                                size_t warn_cap);
 
