@@ -8,7 +8,10 @@
  * reads (gpuplan__pickle_load_skip, "frames" and "time_us"): it must fail
  * the same way (but for a cycle or over-deep nesting through a skipped
  * value, which it may accept) or give the same tree with those pairs left
- * out.  Any other outcome aborts, so libFuzzer records the input.
+ * out.  And it is loaded through a reader's window (gpuplan__pickle_load_reader,
+ * a file's way), from a byte a read and a window of one to the loader's
+ * own: the same as the skipping load of the whole input.  Any other
+ * outcome aborts, so libFuzzer records the input.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -161,17 +164,64 @@ static void same(const gpuplan__pv *a, const gpuplan__pv *b, size_t *budget) {
   }
 }
 
-/* The plain and the skipping load of the same input agree. */
-static void differential(const uint8_t *data, size_t size) {
+/* The input served as a file would be, at most max bytes a read. */
+typedef struct mem_in {
+  const uint8_t *data;
+  size_t len, max;
+} mem_in;
+
+static int mem_read(void *ud, gpuplan_ctx *ctx, uint64_t off, void *dst, size_t n, size_t *got) {
+  const mem_in *m = ud;
+  (void)ctx;
+  if (off > m->len) abort();
+  if (n > m->max) n = m->max;
+  if (n > m->len - off) n = m->len - (size_t)off;
+  memcpy(dst, m->data + off, n);
+  *got = n;
+  return GPUPLAN_OK;
+}
+
+static int shape_error(const char *m) {
+  return strstr(m, "recursive") || strstr(m, "contains itself") || strstr(m, "cycle") || strstr(m, "deep") ||
+         strstr(m, "depth") || strstr(m, "nest");
+}
+
+/* The plain and the skipping load of the same input agree, and so does the
+ * skipping load through a reader's window (sized from the input's hash,
+ * from a byte to the loader's own). */
+static void differential(const uint8_t *data, size_t size, uint32_t h) {
   gpuplan_ctx *ctx = NULL;
-  gpuplan__pickle pa, pb;
-  const gpuplan__pv *ra = NULL, *rb = NULL;
-  char m[GPUPLAN_ERRMSG_MAX];
-  int a, b;
+  gpuplan__pickle pa, pb, pw;
+  gpuplan__pickle_reader rd;
+  mem_in in = {data, size, 1 + h % 7};
+  const gpuplan__pv *ra = NULL, *rb = NULL, *rw = NULL;
+  char m[GPUPLAN_ERRMSG_MAX], mb[GPUPLAN_ERRMSG_MAX];
+  int a, b, w;
   if (gpuplan_ctx_new(&ctx, NULL) != GPUPLAN_OK) abort();
   a = gpuplan__pickle_load(ctx, data, size, &pa, &ra);
   snprintf(m, sizeof m, "%s", a ? gpuplan_errmsg(ctx) : "");
   b = gpuplan__pickle_load_skip(ctx, data, size, NULL, skip_keys, &pb, &rb);
+  snprintf(mb, sizeof mb, "%s", b ? gpuplan_errmsg(ctx) : "");
+  memset(&rd, 0, sizeof rd);
+  rd.read = mem_read;
+  rd.ud = &in;
+  rd.size = size;
+  if (h & 8) { /* else the loader's own window */
+    rd.window = 1 + (h >> 4) % 61;
+    rd.ahead = 1 + (h >> 10) % 17;
+    rd.chunk = in.max;
+  }
+  w = gpuplan__pickle_load_reader(ctx, &rd, NULL, skip_keys, &pw, &rw);
+  if (!((b == GPUPLAN_OK || (b == GPUPLAN_EINVAL && shape_error(mb))) && w == GPUPLAN_EINVAL &&
+        shape_error(gpuplan_errmsg(ctx)))) {
+    if (w != b || (w && strcmp(mb, gpuplan_errmsg(ctx)) != 0)) abort();
+    if (w == GPUPLAN_OK) {
+      size_t budget = 1u << 20;
+      same(rb, rw, &budget);
+      if (pw.values != pb.values) abort();
+    }
+  }
+  gpuplan__pickle_free(&pw);
   if (a == GPUPLAN_OK) {
     size_t budget = 1u << 20;
     if (b != GPUPLAN_OK) abort();
@@ -179,9 +229,7 @@ static void differential(const uint8_t *data, size_t size) {
     if (pa.values != pb.values) abort(); /* the same count, skipped values included */
   } else if (b == GPUPLAN_OK) {
     /* accepted only where the plain load refused the shape (a cycle, too deep) */
-    if (a != GPUPLAN_EINVAL || (!strstr(m, "recursive") && !strstr(m, "contains itself") && !strstr(m, "cycle") &&
-                                 !strstr(m, "deep") && !strstr(m, "depth") && !strstr(m, "nest")))
-      abort();
+    if (a != GPUPLAN_EINVAL || !shape_error(m)) abort();
   } else if (a != b) {
     abort();
   }
@@ -195,9 +243,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint32_t h = 2166136261u;
   size_t i;
   int rc = load(data, size, -1, &calls);
-  differential(data, size);
-  if (rc != GPUPLAN_OK || calls <= 1) return 0;
   for (i = 0; i < size; i++) h = (h ^ data[i]) * 16777619u;
+  differential(data, size, h);
+  if (rc != GPUPLAN_OK || calls <= 1) return 0;
   rc = load(data, size, (long long)(h % (uint32_t)(calls - 1)), NULL);
   if (rc != GPUPLAN_OK && rc != GPUPLAN_ENOMEM) abort();
   return 0;

@@ -668,6 +668,56 @@ static void load_skip(loaded *L, const void *data, size_t len, const char *const
   }
 }
 
+/* An input in memory, read through gpuplan__pickle_load_reader as a file
+ * would be: from any offset, at most max bytes a call. */
+typedef struct mem_in {
+  const unsigned char *data;
+  size_t len, max;
+  size_t calls;
+} mem_in;
+
+static int mem_read(void *ud, gpuplan_ctx *ctx, uint64_t off, void *dst, size_t n, size_t *got) {
+  mem_in *m = ud;
+  (void)ctx;
+  m->calls++;
+  if (off > m->len) fail_msg("read past the end: %llu of %zu", (unsigned long long)off, m->len);
+  if (n > m->max) n = m->max;
+  if (n > m->len - off) n = m->len - (size_t)off;
+  memcpy(dst, m->data + off, n);
+  *got = n;
+  return GPUPLAN_OK;
+}
+
+/* The windows a reader load is tried with: {window, ahead, chunk}; 0: the
+ * loader's own (256 KiB, 64 KiB, the window). */
+static const size_t windows[][3] = {{1, 1, 1}, {7, 3, 2}, {64, 16, 5}, {0, 0, 0}};
+
+/* load_skip through a reader with window w. */
+static void load_window(loaded *L, const void *data, size_t len, const char *const *skip, const size_t w[3]) {
+  gpuplan__pickle_reader rd;
+  mem_in m;
+  m.data = data;
+  m.len = len;
+  m.max = w[2] ? w[2] : SIZE_MAX;
+  m.calls = 0;
+  memset(&rd, 0, sizeof rd);
+  rd.read = mem_read;
+  rd.ud = &m;
+  rd.size = len;
+  rd.window = w[0];
+  rd.ahead = w[1];
+  rd.chunk = w[2];
+  counting_init(&L->c);
+  L->ctx = counting_ctx(&L->c);
+  L->root = (const gpuplan__pv *)&L->c; /* must be reset */
+  L->rc = gpuplan__pickle_load_reader(L->ctx, &rd, NULL, skip, &L->p, &L->root);
+  if (L->rc == GPUPLAN_OK) {
+    assert_non_null(L->root);
+  } else {
+    assert_null(L->root);
+  }
+}
+
 static void unload(loaded *L) {
   gpuplan__pickle_free(&L->p);
   counting_done(&L->c, L->ctx);
@@ -1294,6 +1344,43 @@ static void test_pickle__misuse_and_free(void **state) {
 
 /* --- skipping keys ------------------------------------------------------------ */
 
+#define SHAPE_ERROR(L) \
+  ((L).rc == GPUPLAN_EINVAL && (strstr(gpuplan_errmsg((L).ctx), "contains itself") || \
+                                strstr(gpuplan_errmsg((L).ctx), "nested deeper")))
+
+/* A load through a reader (several windows) gives what the skipping load
+ * of the whole input B gave: the same tree, values count and protocol, or
+ * the same error at the same offset; but for a shape error through a
+ * skipped value, which the window may give up skipping on and so name. */
+static void same_through_windows(const loaded *B, const void *data, size_t len, const char *const *skip,
+                                 const char *name) {
+  size_t i;
+  for (i = 0; i < sizeof windows / sizeof windows[0]; i++) {
+    loaded W;
+    if (len > 100000 && windows[i][0] && windows[i][0] < 64) continue; /* real snapshots: the roomier ones */
+    load_window(&W, data, len, skip, windows[i]);
+    if (!((B->rc == GPUPLAN_OK || SHAPE_ERROR(*B)) && SHAPE_ERROR(W))) {
+      if (B->rc != W.rc || (B->rc && strcmp(gpuplan_errmsg(B->ctx), gpuplan_errmsg(W.ctx)) != 0))
+        fail_msg("%s, window %zu/%zu/%zu: whole %s \"%s\", window %s \"%s\"", name, windows[i][0], windows[i][1],
+                 windows[i][2], gpuplan_errname(B->rc), gpuplan_errmsg(B->ctx), gpuplan_errname(W.rc),
+                 gpuplan_errmsg(W.ctx));
+      if (B->rc == GPUPLAN_OK) {
+        text tb = {NULL, 0, 0}, tw = {NULL, 0, 0};
+        render(&tb, B->root);
+        render(&tw, W.root);
+        if (strcmp(tb.p, tw.p) != 0)
+          fail_msg("%s, window %zu/%zu/%zu:\n whole  %.300s\n window %.300s", name, windows[i][0], windows[i][1],
+                   windows[i][2], tb.p, tw.p);
+        assert_int_equal(B->p.values, W.p.values);
+        assert_int_equal(B->p.protocol, W.p.protocol);
+        free(tb.p);
+        free(tw.p);
+      }
+    }
+    unload(&W);
+  }
+}
+
 /* Load data both ways: the same result without the skipped pairs, the same
  * values count, or the same error.  Returns whether the skipping load had
  * to load again (p.reparsed). */
@@ -1302,9 +1389,6 @@ static int same_with_skip(const void *data, size_t len, const char *const *skip,
   int reparsed;
   load(&A, data, len, NULL);
   load_skip(&B, data, len, skip);
-#define SHAPE_ERROR(L) \
-  ((L).rc == GPUPLAN_EINVAL && (strstr(gpuplan_errmsg((L).ctx), "contains itself") || \
-                                strstr(gpuplan_errmsg((L).ctx), "nested deeper")))
   if (SHAPE_ERROR(A) && (B.rc == GPUPLAN_OK || SHAPE_ERROR(B))) {
     /* A value left out is not part of the result: a cycle or depth through
      * it is not checked (pickle.h). */
@@ -1327,6 +1411,7 @@ static int same_with_skip(const void *data, size_t len, const char *const *skip,
     free(tb.p);
   }
   reparsed = B.p.reparsed;
+  same_through_windows(&B, data, len, skip, name);
   unload(&A);
   unload(&B);
   return reparsed;
@@ -1454,6 +1539,8 @@ static void test_pickle__skip_errors_match_plain_load(void **state) {
         "LONG1: integer too large (9 bytes)"),
     BAD("stop_in_frames", "\x80\x04}(\x8c\x06" "frames].", "STOP with an open MARK"),
     BAD("truncated_in_frames", "\x80\x04}(\x8c\x06" "frames](h", "truncated in BINGET"),
+    /* a text line that never ends: a window full to the input's end */
+    BAD("line_without_newline", "S'abcdefgh", "truncated in STRING (no newline)"),
   };
 #undef BAD
   size_t i, n = sizeof events - 1;
@@ -1520,9 +1607,49 @@ static void oom_sweep_ex(const void *data, size_t len, int persistent, const cha
   assert_true(n > 0);
 }
 
+/* The same through a reader's window (its own allocations: the window,
+ * its growth, the store of unbuilt strings). */
+static void oom_sweep_window(const void *data, size_t len, int persistent, const size_t w[3]) {
+  long long n;
+  for (n = 0;; n++) {
+    loaded L;
+    gpuplan__pickle_reader rd;
+    mem_in m = {data, len, w[2] ? w[2] : SIZE_MAX, 0};
+    memset(&rd, 0, sizeof rd);
+    rd.read = mem_read;
+    rd.ud = &m;
+    rd.size = len;
+    rd.window = w[0];
+    rd.ahead = w[1];
+    rd.chunk = w[2];
+    counting_init(&L.c);
+    L.ctx = counting_ctx(&L.c);
+    L.c.calls = 0;
+    L.c.fail_at = n;
+    L.c.persistent = persistent;
+    L.rc = gpuplan__pickle_load_reader(L.ctx, &rd, NULL, snapshot_skip, &L.p, &L.root);
+    L.c.fail_at = -1;
+    if (L.rc != GPUPLAN_OK && L.rc != GPUPLAN_ENOMEM)
+      fail_msg("window, N=%lld: rc=%s %s", n, gpuplan_errname(L.rc), gpuplan_errmsg(L.ctx));
+    if (L.rc == GPUPLAN_ENOMEM) {
+      assert_true(L.c.failures > 0);
+      assert_null(L.root);
+      assert_string_equal(gpuplan_errmsg(L.ctx), "out of memory");
+    }
+    unload(&L);
+    if (L.c.failures == 0) {
+      assert_int_equal(L.rc, GPUPLAN_OK);
+      break;
+    }
+  }
+  assert_true(n > 0);
+}
+
 static void oom_sweep(const void *data, size_t len, int persistent) {
   oom_sweep_ex(data, len, persistent, NULL);
   oom_sweep_ex(data, len, persistent, snapshot_skip);
+  oom_sweep_window(data, len, persistent, windows[1]);
+  oom_sweep_window(data, len, persistent, windows[3]);
 }
 
 static void test_pickle__oom_sweep(void **state) {

@@ -114,7 +114,8 @@ typedef struct int_seen {
 #define RUN_HEAD 16
 #define RUN_SCAN 4096 /* how far the first APPENDS byte is looked for */
 typedef struct run_seen {
-  size_t off, len, cnt;
+  uint64_t off; /* in the input (the window's base + its position) */
+  size_t len, cnt;
   uint64_t head; /* a fingerprint of the first RUN_HEAD bytes */
 } run_seen;
 
@@ -162,6 +163,19 @@ typedef struct loader {
   uint32_t *moff;     /* memo[i] == &lazy[LZ_STR]: offset of the opcode that pushed it */
   size_t moff_cap;
   size_t str_at, str_end; /* the skip machine's last unbuilt string: its opcode, its end */
+  size_t str_stored;  /* rd: where store holds it (SIZE_MAX: not yet) */
+  /* Reading in a window (gpuplan__pickle_load_reader): buf holds the
+   * input's bytes [base, base + len), and every position (pos, at,
+   * str_at, str_end) is relative to it; fill() moves the window
+   * on.  rd NULL: buf is the whole input, base 0. */
+  const gpuplan__pickle_reader *rd;
+  unsigned char *win;
+  size_t wcap, ahead;
+  uint64_t base;
+  int eof;            /* rd: nothing more to read */
+  uint64_t total;     /* the input's length (rd: its stated size) */
+  unsigned char *store; /* rd: the opcodes of the strings LZ_STR memo entries stand for */
+  size_t store_len, store_cap;
 } loader;
 
 /* The stand-ins: SKIPPED values whose u.i says what they stand for. */
@@ -181,7 +195,7 @@ static void say(loader *l, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  gpuplan__error(l->ctx, GPUPLAN_EINVAL, "pickle: offset %zu: %s", l->at, msg);
+  gpuplan__error(l->ctx, GPUPLAN_EINVAL, "pickle: offset %llu: %s", (unsigned long long)(l->base + l->at), msg);
 }
 
 /* The loader's few hottest helpers, inlined where the compiler allows. */
@@ -206,8 +220,24 @@ static int truncated(loader *l) {
   return fail(l, "truncated in %s", gpuplan__pickle_opname(l->op));
 }
 
+/* --- the window (gpuplan__pickle_load_reader) ------------------------------ */
+
+static int fill_slow(loader *l, uint64_t need);
+
+/* Make need bytes from pos on readable, or all the input has left. */
+HOT int fill(loader *l, uint64_t need) {
+  return l->rd && !l->eof && need > (uint64_t)(l->len - l->pos) ? fill_slow(l, need) : 0;
+}
+
+/* The input's bytes from pos to its end, as far as they are known. */
+static uint64_t left_input(const loader *l) {
+  if (!l->rd || l->eof) return l->len - l->pos;
+  return l->rd->size - (l->base + l->pos); /* not at the end: base + len < size */
+}
+
 /* Consume n bytes of argument. */
 static int take(loader *l, uint64_t n, const unsigned char **out) {
+  TRY(fill(l, n));
   if (n > (uint64_t)(l->len - l->pos)) {
     if (n > 255)
       return fail(l, "truncated in %s (length %llu, %zu bytes left)",
@@ -221,8 +251,13 @@ static int take(loader *l, uint64_t n, const unsigned char **out) {
 
 /* A text argument: the bytes up to the next newline, which is consumed. */
 static int line(loader *l, const unsigned char **out, size_t *n) {
-  const unsigned char *s = l->buf + l->pos;
-  const unsigned char *nl = memchr(s, '\n', l->len - l->pos);
+  const unsigned char *s, *nl;
+  for (;;) {
+    s = l->buf + l->pos;
+    nl = memchr(s, '\n', l->len - l->pos);
+    if (nl || !l->rd || l->eof) break;
+    TRY(fill_slow(l, (uint64_t)(l->len - l->pos) + 1));
+  }
   if (!nl) return fail(l, "truncated in %s (no newline)", gpuplan__pickle_opname(l->op));
   *out = s;
   *n = (size_t)(nl - s);
@@ -276,6 +311,57 @@ static int grow(loader *l, void **arr, size_t *cap, size_t need, size_t elem) {
   return 0;
 }
 
+/* Move the window on: drop what lies before the opcode being run (and
+ * before the last unbuilt string, while a PUT may still memoize it), then
+ * read until the window is full, growing it to hold need bytes from pos. */
+static int fill_slow(loader *l, uint64_t need) {
+  const gpuplan__pickle_reader *rd = l->rd;
+  size_t keep = l->at < l->pos ? l->at : l->pos, chunk;
+  uint64_t left = rd->size > l->base + l->pos ? rd->size - (l->base + l->pos) : 0;
+  if (need > left) need = left;
+  if (l->str_end != SIZE_MAX) {
+    if (l->str_end < keep) l->str_end = SIZE_MAX; /* no PUT can take it now */
+    else if (l->str_at < keep) keep = l->str_at;
+  }
+  if (keep) {
+    memmove(l->win, l->win + keep, l->len - keep);
+    l->len -= keep;
+    l->pos -= keep;
+    l->at -= keep;
+    l->base += keep;
+    if (l->str_end != SIZE_MAX) {
+      l->str_at -= keep;
+      l->str_end -= keep;
+    }
+  }
+  if (need > (uint64_t)(l->wcap - l->pos)) {
+    size_t cap = l->wcap > SIZE_MAX / 2 ? SIZE_MAX : 2 * l->wcap;
+    void *w;
+    if (need > (uint64_t)(SIZE_MAX - l->pos)) return nomem(l);
+    if (cap < l->pos + (size_t)need) cap = l->pos + (size_t)need;
+    if (!(w = gpuplan__realloc(l->ctx, l->win, cap))) return nomem(l);
+    l->win = w;
+    l->buf = w;
+    l->wcap = cap;
+  }
+  chunk = rd->chunk ? rd->chunk : l->wcap;
+  while (!l->eof && l->len < l->wcap) {
+    uint64_t from = l->base + l->len;
+    size_t room = l->wcap - l->len, got = 0;
+    if (from >= rd->size) {
+      l->eof = 1;
+      break;
+    }
+    if (room > chunk) room = chunk;
+    if (room > rd->size - from) room = (size_t)(rd->size - from);
+    TRY(rd->read(rd->ud, l->ctx, from, l->win + l->len, room, &got));
+    if (got == 0 || NEVER(got > room)) l->eof = 1; /* the end came sooner than the size said */
+    else l->len += got;
+  }
+  if (l->base + l->len >= rd->size) l->eof = 1;
+  return 0;
+}
+
 HOT int push(loader *l, gpuplan__pv *v) {
   if (l->pushes >= l->lim.max_items)
     return fail(l, "more than %zu values; limit exceeded", l->lim.max_items);
@@ -317,6 +403,9 @@ static int pop_mark(loader *l, size_t *k) {
  * last, so that a load makes a handful of allocations, and an allocator
  * that keeps what it was given back (glibc's dynamic thresholds) serves
  * the next load from memory it already has instead of new pages. */
+#define WINDOW ((size_t)256 << 10)      /* the window's starting size */
+#define WINDOW_AHEAD ((size_t)64 << 10) /* bytes kept ahead of the opcode being run */
+
 #define LALIGN 8
 #define REGION_MIN ((size_t)16384)
 #define REGION_MAX ((size_t)64 << 20)
@@ -407,7 +496,7 @@ HOT int push_int(loader *l, int64_t i) {
   gpuplan__pv *v;
   if (!l->ints && !l->ints_failed) {
     size_t n = 64;
-    while (n < INT_CACHE && n * 128 < l->len) n *= 2;
+    while (n < INT_CACHE && n * 128 < l->total) n *= 2;
     if ((l->ints = gpuplan__calloc(l->ctx, n, sizeof *l->ints))) l->nints = n;
     else l->ints_failed = 1; /* only costs memory */
   }
@@ -595,12 +684,19 @@ HOT int memo_has(const loader *l, uint64_t idx) {
   return idx < l->memo_cap && ((l->mbits[idx / 64] >> (idx % 64)) & 1u);
 }
 
+/* Where the last unbuilt string's opcode would be found by build_lazy_str:
+ * in buf, or (rd) in store, where it is copied at its first PUT. */
+static size_t lazy_where(const loader *l) {
+  if (!l->rd) return l->str_at;
+  return l->str_stored != SIZE_MAX ? l->str_stored : l->store_len;
+}
+
 static int memo_put(loader *l, uint64_t idx) {
   if (l->sp == 0 || avail(l) == 0) return underflow(l);
   /* Picklers number memo entries 0, 1, 2, ... and each entry costs at least
    * two bytes of input, so a larger index is malformed; refusing it keeps a
    * hostile index from sizing the memo. */
-  if (idx >= l->len) return fail(l, "memo index %llu out of range", (unsigned long long)idx);
+  if (idx >= l->total) return fail(l, "memo index %llu out of range", (unsigned long long)idx);
   if (idx >= l->memo_cap) {
     size_t old = l->memo_cap, cap = l->memo_cap;
     void *m = l->memo, *b = l->mbits;
@@ -614,9 +710,21 @@ static int memo_put(loader *l, uint64_t idx) {
   }
   if (!memo_has(l, idx)) l->memo_len++;
   l->mbits[idx / 64] |= (uint64_t)1 << (idx % 64);
-  if (l->stack[l->sp - 1] == &l->lazy[LZ_SCALAR] && l->at == l->str_end && l->str_at <= UINT32_MAX) {
+  if (l->stack[l->sp - 1] == &l->lazy[LZ_SCALAR] && l->at == l->str_end && lazy_where(l) <= UINT32_MAX) {
     /* A string the skip machine did not build, memoized right after it
      * was pushed: built from its opcode if wanted outside (memo_get). */
+    if (l->rd && l->str_stored == SIZE_MAX) {
+      /* The window moves on: the opcode is kept in store. */
+      size_t n = l->str_end - l->str_at;
+      if (l->store_cap - l->store_len < n) {
+        void *m = l->store;
+        TRY(grow(l, &m, &l->store_cap, l->store_len + n, 1));
+        l->store = m;
+      }
+      memcpy(l->store + l->store_len, l->buf + l->str_at, n);
+      l->str_stored = l->store_len;
+      l->store_len += n;
+    }
     if (!l->moff) {
       void *m = NULL;
       size_t cap = 0;
@@ -628,7 +736,7 @@ static int memo_put(loader *l, uint64_t idx) {
       TRY(grow(l, &m, &l->moff_cap, l->memo_cap, sizeof *l->moff));
       l->moff = m;
     }
-    l->moff[idx] = (uint32_t)l->str_at;
+    l->moff[idx] = (uint32_t)(l->rd ? l->str_stored : l->str_at);
     l->memo[idx] = &l->lazy[LZ_STR];
     l->str_end = l->pos; /* a second PUT of it */
     return 0;
@@ -643,7 +751,7 @@ static int memo_put(loader *l, uint64_t idx) {
  * an index the memo already has room for); the rest goes to memo_put. */
 HOT int memo_put_fast(loader *l, uint64_t idx) {
   gpuplan__pv *top;
-  if (l->sp > (l->nmarks ? l->marks[l->nmarks - 1] : 0) && idx < l->memo_cap && idx < l->len &&
+  if (l->sp > (l->nmarks ? l->marks[l->nmarks - 1] : 0) && idx < l->memo_cap && idx < l->total &&
       (top = l->stack[l->sp - 1])->type != GPUPLAN__PV_SKIPPED) {
     uint64_t *w = &l->mbits[idx / 64], bit = (uint64_t)1 << (idx % 64);
     if (!(*w & bit)) l->memo_len++;
@@ -657,8 +765,8 @@ HOT int memo_put_fast(loader *l, uint64_t idx) {
 /* Build the string a LZ_STR memo entry stands for, from its opcode at at,
  * which the skip machine has run (so it fits the input). */
 static int build_lazy_str(loader *l, size_t at, gpuplan__pv **out) {
-  const unsigned char *b = l->buf + at;
-  size_t left = l->len - at, hdr;
+  const unsigned char *b = l->rd ? l->store + at : l->buf + at;
+  size_t left = (l->rd ? l->store_len : l->len) - at, hdr;
   uint64_t n;
   gpuplan__pv_type t = GPUPLAN__PV_STR;
   switch (b[0]) {
@@ -786,7 +894,7 @@ static int make_runs(loader *l) {
   size_t buckets = 8;
   void *m;
   if (l->runs_failed) return 0;
-  while (buckets < 256 && buckets * 16384 < l->len) buckets *= 2;
+  while (buckets < 256 && buckets * 16384 < l->total) buckets *= 2;
   m = gpuplan__calloc(l->ctx, 1, buckets * RUN_WAYS * sizeof *l->runs + buckets);
   if (!m) {
     l->runs_failed = 1;
@@ -826,6 +934,7 @@ static int skip_value(loader *l) {
     size_t floor, k;
     uint64_t n;
     int op;
+    TRY(fill(l, l->ahead));
     if (l->nmarks > m0 && l->pos < l->len && (l->buf[l->pos] | 2u) == OP_LONG_BINGET) {
       /* A run of memo references ('h' BINGET, 'j' LONG_BINGET: a frames
        * list's items, most of a torch snapshot), with their checks.  When
@@ -857,7 +966,7 @@ static int skip_value(loader *l) {
           const run_seen *c = &b[w];
           if (c->len && c->head == head && c->len < len - pos &&
               (buf[pos + c->len] == OP_APPENDS || buf[pos + c->len] == OP_ADDITEMS) &&
-              memcmp(buf + pos, buf + c->off, c->len) == 0) {
+              c->off >= l->base && memcmp(buf + pos, buf + (c->off - l->base), c->len) == 0) {
             pos += c->len;
             cnt = c->cnt;
             break;
@@ -879,7 +988,7 @@ static int skip_value(loader *l) {
           rs += l->run_next[bucket];
           l->run_next[bucket] = (unsigned char)((l->run_next[bucket] + 1) % RUN_WAYS);
           rs->head = head;
-          rs->off = l->pos;
+          rs->off = l->base + l->pos;
           rs->len = pos - l->pos;
           rs->cnt = cnt;
         }
@@ -951,7 +1060,7 @@ static int skip_value(loader *l) {
       break;
     case OP_FRAME:
       TRY(take(l, 8, &a));
-      if (le64(a) > (uint64_t)(l->len - l->pos)) return RESTART;
+      if (le64(a) > left_input(l)) return RESTART;
       break;
     case OP_MARK:
       if (l->nmarks == l->mcap) {
@@ -1028,6 +1137,7 @@ static int skip_value(loader *l) {
        * where this one is when it is memoized next. */
       l->str_at = l->at;
       l->str_end = l->pos;
+      l->str_stored = SIZE_MAX;
       break;
 
     case OP_EMPTY_LIST: case OP_EMPTY_SET: SPUSH(&l->lazy[LZ_LIST]); break;
@@ -1379,9 +1489,9 @@ static int step(loader *l, int *stop) {
     /* Frames only group opcodes for buffered reading; check and skip. */
     TRY(take(l, 8, &a));
     len = le64(a);
-    if (len > (uint64_t)(l->len - l->pos))
-      return fail(l, "truncated in FRAME (length %llu, %zu bytes left)",
-                  (unsigned long long)len, l->len - l->pos);
+    if (len > left_input(l))
+      return fail(l, "truncated in FRAME (length %llu, %llu bytes left)", (unsigned long long)len,
+                  (unsigned long long)left_input(l));
     return 0;
   case OP_STOP:
     if (l->nmarks) return fail(l, "STOP with an open MARK");
@@ -1566,10 +1676,11 @@ static int step(loader *l, int *stop) {
  * with less around each: runs them until one it does not take (or one that
  * might not fit the input), which step() then runs. */
 static int run_fast(loader *l) {
-  const unsigned char *const buf = l->buf;
-  const size_t len = l->len;
   gpuplan__pv *v;
   for (;;) {
+    /* Read again each time: a skipped value moves the window on. */
+    const unsigned char *const buf = l->buf;
+    const size_t len = l->len;
     size_t pos = l->pos, n;
     if (len - pos < 16) return 0;
     l->at = pos;
@@ -1766,9 +1877,9 @@ gpuplan__pickle_limits gpuplan__pickle_default_limits(void) {
 
 /* One pass over the input.  *again: it ended in a way a pass without
  * skipping may end otherwise (RESTART, or an error after skipping). */
-static int load_once(gpuplan_ctx *ctx, const void *buf, size_t len, const gpuplan__pickle_limits *lim,
-                     const char *const *skip, int skipping, gpuplan__pickle *p, const gpuplan__pv **root,
-                     int *again) {
+static int load_once(gpuplan_ctx *ctx, const void *buf, size_t len, const gpuplan__pickle_reader *rd,
+                     const gpuplan__pickle_limits *lim, const char *const *skip, int skipping,
+                     gpuplan__pickle *p, const gpuplan__pv **root, int *again) {
   loader l;
   gpuplan__pv *single;
   int rc = 0, stop = 0, i;
@@ -1776,13 +1887,32 @@ static int load_once(gpuplan_ctx *ctx, const void *buf, size_t len, const gpupla
   memset(&l, 0, sizeof l);
   l.ctx = ctx;
   l.arena = &p->arena;
-  l.buf = buf;
-  l.len = len;
   l.lim = *lim;
+  l.str_stored = SIZE_MAX;
+  gpuplan__arena_init(&p->arena, ctx);
+  if (rd) {
+    uint64_t w = rd->window ? rd->window : WINDOW;
+    l.rd = rd;
+    l.total = rd->size;
+    l.ahead = rd->ahead ? rd->ahead : WINDOW_AHEAD;
+    if (w > rd->size) w = rd->size ? rd->size : 1;
+    if (!(l.win = gpuplan__malloc(ctx, (size_t)w))) {
+      rc = nomem(&l);
+      goto done;
+    }
+    l.wcap = (size_t)w;
+    l.buf = l.win;
+  } else {
+    l.buf = buf;
+    l.len = len;
+    l.total = len;
+  }
   /* The values of a snapshot take about as many bytes as its pickle (a
    * region no larger than the input, of which only what is used is
    * touched); the next regions double. */
-  l.bump_next = len < REGION_MIN ? REGION_MIN : len > REGION_MAX / 4 ? REGION_MAX / 4 : len;
+  l.bump_next = l.total < REGION_MIN          ? REGION_MIN
+                : l.total > REGION_MAX / 4 ? REGION_MAX / 4
+                                           : (size_t)l.total;
   l.maxd = l.lim.max_depth > MAX_HEIGHT ? MAX_HEIGHT : (uint32_t)l.lim.max_depth;
   l.skip = skip;
   while (skip && skip[l.nskip] && l.nskip < GPUPLAN__PICKLE_MAX_SKIP) {
@@ -1795,7 +1925,6 @@ static int load_once(gpuplan_ctx *ctx, const void *buf, size_t len, const gpupla
     l.lazy[i].type = GPUPLAN__PV_SKIPPED;
     l.lazy[i].u.i = i;
   }
-  gpuplan__arena_init(&p->arena, ctx);
 
   single = lalloc(&l, 3 * sizeof *single);
   if (!single) {
@@ -1819,7 +1948,9 @@ static int load_once(gpuplan_ctx *ctx, const void *buf, size_t len, const gpupla
   l.no->type = GPUPLAN__PV_BOOL;
 
   while (!stop) {
+    if ((rc = fill(&l, l.ahead))) break;
     if ((rc = run_fast(&l))) break;
+    if ((rc = fill(&l, l.ahead))) break;
     if (l.pos >= l.len) {
       l.at = l.pos;
       rc = fail(&l, "truncated before STOP");
@@ -1854,12 +1985,14 @@ done:
   gpuplan__free(ctx, l.moff);
   gpuplan__free(ctx, l.runs);
   gpuplan__free(ctx, l.ints);
+  gpuplan__free(ctx, l.win);
+  gpuplan__free(ctx, l.store);
   return rc;
 }
 
-int gpuplan__pickle_load_skip(gpuplan_ctx *ctx, const void *buf, size_t len,
-                              const gpuplan__pickle_limits *limits, const char *const *skip,
-                              gpuplan__pickle *p, const gpuplan__pv **root) {
+static int load_any(gpuplan_ctx *ctx, const void *buf, size_t len, const gpuplan__pickle_reader *rd,
+                    const gpuplan__pickle_limits *limits, const char *const *skip, gpuplan__pickle *p,
+                    const gpuplan__pv **root) {
   gpuplan__pickle_limits lim = limits ? *limits : gpuplan__pickle_default_limits();
   size_t nskip = 0;
   int rc, again = 0;
@@ -1867,22 +2000,39 @@ int gpuplan__pickle_load_skip(gpuplan_ctx *ctx, const void *buf, size_t len,
   if (root) *root = NULL;
   if (p) memset(p, 0, sizeof *p);
   if (!ctx) return GPUPLAN_EMISUSE;
-  if (!p || !root || (!buf && len))
+  if (!p || !root || (!rd && !buf && len) || (rd && !rd->read))
     return gpuplan__error(ctx, GPUPLAN_EMISUSE, "pickle: p, root and buf must not be NULL");
   while (skip && skip[nskip]) nskip++;
   if (nskip > GPUPLAN__PICKLE_MAX_SKIP)
     return gpuplan__error(ctx, GPUPLAN_EMISUSE, "pickle: more than %d keys to skip",
                           GPUPLAN__PICKLE_MAX_SKIP);
-  rc = load_once(ctx, buf, len, &lim, nskip ? skip : NULL, 1, p, root, &again);
+  rc = load_once(ctx, buf, len, rd, &lim, nskip ? skip : NULL, 1, p, root, &again);
   if (again) {
     /* Skipping could not keep the result exact (or an error may read
      * otherwise without it): load again, building every value. */
     memset(p, 0, sizeof *p);
-    rc = load_once(ctx, buf, len, &lim, nskip ? skip : NULL, 0, p, root, &again);
+    rc = load_once(ctx, buf, len, rd, &lim, nskip ? skip : NULL, 0, p, root, &again);
     if (NEVER(rc == RESTART)) rc = gpuplan__error(ctx, GPUPLAN_ERROR, "pickle: a stand-in without skipping");
     p->reparsed = 1;
   }
   return rc;
+}
+
+int gpuplan__pickle_load_skip(gpuplan_ctx *ctx, const void *buf, size_t len,
+                              const gpuplan__pickle_limits *limits, const char *const *skip,
+                              gpuplan__pickle *p, const gpuplan__pv **root) {
+  return load_any(ctx, buf, len, NULL, limits, skip, p, root);
+}
+
+int gpuplan__pickle_load_reader(gpuplan_ctx *ctx, const gpuplan__pickle_reader *rd,
+                                const gpuplan__pickle_limits *limits, const char *const *skip,
+                                gpuplan__pickle *p, const gpuplan__pv **root) {
+  if (!rd) {
+    if (root) *root = NULL;
+    if (p) memset(p, 0, sizeof *p);
+    return ctx ? gpuplan__error(ctx, GPUPLAN_EMISUSE, "pickle: NULL reader") : GPUPLAN_EMISUSE;
+  }
+  return load_any(ctx, NULL, 0, rd, limits, skip, p, root);
 }
 
 int gpuplan__pickle_load_ex(gpuplan_ctx *ctx, const void *buf, size_t len,

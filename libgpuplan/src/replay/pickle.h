@@ -126,6 +126,38 @@ int gpuplan__pickle_load_skip(gpuplan_ctx *ctx, const void *buf, size_t len,
                               const gpuplan__pickle_limits *limits, const char *const *skip,
                               gpuplan__pickle *p, const gpuplan__pv **root);
 
+/*
+ * An input read in pieces (a file), so that a load holds a window of it
+ * instead of all of it: read fills dst[0..n) with the input's bytes from
+ * offset off, sets *got (0 only at the end of the input) and returns
+ * GPUPLAN_OK, or an error it has set on ctx.  size: the input's length as
+ * far as it is known (a file's size); nothing past it is read, and the end
+ * may come sooner (a file being rewritten), which reads as truncation.
+ * window, ahead, chunk: the window's starting size, the bytes kept ahead of
+ * the opcode being run, the most asked of one read (0: 256 KiB, 64 KiB,
+ * the window); tests make them tiny to reach every boundary.
+ */
+typedef struct gpuplan__pickle_reader {
+  int (*read)(void *ud, gpuplan_ctx *ctx, uint64_t off, void *dst, size_t n, size_t *got);
+  void *ud;
+  uint64_t size;
+  size_t window, ahead, chunk;
+} gpuplan__pickle_reader;
+
+/*
+ * gpuplan__pickle_load_skip of the input rd reads: the same result, values
+ * count and errors (offsets are the input's), but for where skipping gives
+ * up (a stand-in's value, a guess at where a skipped value ends): the
+ * window may make it give up where the whole input would not, which can
+ * only change what the shape check names (see gpuplan__pickle_load_skip).
+ * Memory: the window (about ahead bytes more than the largest opcode) and
+ * the strings the skip machine memoized without building, instead of the
+ * whole input.  A repeated load (p->reparsed) reads the input again.
+ */
+int gpuplan__pickle_load_reader(gpuplan_ctx *ctx, const gpuplan__pickle_reader *rd,
+                                const gpuplan__pickle_limits *limits, const char *const *skip,
+                                gpuplan__pickle *p, const gpuplan__pv **root);
+
 /* Free every value of p.  Accepts NULL and a pickle whose load failed. */
 void gpuplan__pickle_free(gpuplan__pickle *p);
 
