@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "testutil.h"
 
@@ -626,6 +627,14 @@ static void test_replay__l6_bad_files_are_named(void **state) {
   fclose(f);
   assert_int_equal(gpuplan_snapshot_load(ctx, path, 0, &s), GPUPLAN_EINVAL);
   assert_non_null(strstr(gpuplan_errmsg(ctx), "the file is empty"));
+  unlink(path);
+  /* A FIFO (a shell's <(...)) is refused at once, not waited on for a
+   * writer: the loader reads the file from offsets it chooses. */
+  tmp_path(path, sizeof path, "l6-fifo.pickle");
+  unlink(path);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  assert_int_equal(gpuplan_snapshot_load(ctx, path, 0, &s), GPUPLAN_EIO);
+  assert_non_null(strstr(gpuplan_errmsg(ctx), "not a regular file"));
   unlink(path);
   /* {'segments': [], 'device_traces': [[]], 'allocator_settings': {'max_split_size': 1}} */
   pk_put(&b, "\x80\x02}(", 4);

@@ -405,6 +405,8 @@ static int pop_mark(loader *l, size_t *k) {
  * the next load from memory it already has instead of new pages. */
 #define WINDOW ((size_t)256 << 10)      /* the window's starting size */
 #define WINDOW_AHEAD ((size_t)64 << 10) /* bytes kept ahead of the opcode being run */
+#define MEMO_FIRST_MAX ((size_t)1 << 22)  /* the most memo entries sized from the input */
+#define STORE_FIRST_MAX ((size_t)64 << 20) /* the most bytes of store sized from the input */
 
 #define LALIGN 8
 #define REGION_MIN ((size_t)16384)
@@ -701,7 +703,11 @@ static int memo_put(loader *l, uint64_t idx) {
     size_t old = l->memo_cap, cap = l->memo_cap;
     void *m = l->memo, *b = l->mbits;
     /* Not cleared: mbits says which entries are set. */
-    TRY(grow(l, &m, &cap, (size_t)idx + 1, sizeof *l->memo));
+    /* First sized from the input (a torch snapshot memoizes about once
+     * every 70 bytes), so that a large one is not copied while it doubles. */
+    size_t want = old == 0 && l->total / 64 > idx + 1 ? (size_t)(l->total / 64 < MEMO_FIRST_MAX ? l->total / 64 : MEMO_FIRST_MAX) : (size_t)idx + 1;
+    if (want < (size_t)idx + 1) want = (size_t)idx + 1;
+    TRY(grow(l, &m, &cap, want, sizeof *l->memo));
     l->memo = m;
     if (!(b = gpuplan__realloc(l->ctx, b, (cap + 63) / 64 * sizeof *l->mbits))) return nomem(l);
     l->mbits = b;
@@ -718,7 +724,11 @@ static int memo_put(loader *l, uint64_t idx) {
       size_t n = l->str_end - l->str_at;
       if (l->store_cap - l->store_len < n) {
         void *m = l->store;
-        TRY(grow(l, &m, &l->store_cap, l->store_len + n, 1));
+        /* First sized from the input (a snapshot's unbuilt frame strings
+         * are about a sixth of it). */
+        size_t want = l->store_cap == 0 && l->total / 8 > n ? (size_t)(l->total / 8 < STORE_FIRST_MAX ? l->total / 8 : STORE_FIRST_MAX) : n;
+        if (want < l->store_len + n) want = l->store_len + n;
+        TRY(grow(l, &m, &l->store_cap, want, 1));
         l->store = m;
       }
       memcpy(l->store + l->store_len, l->buf + l->str_at, n);

@@ -4,6 +4,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -559,38 +560,40 @@ static int file_read(void *ud, gpuplan_ctx *ctx, uint64_t off, void *dst, size_t
 }
 
 int gpuplan_snapshot_load(gpuplan_ctx *ctx, const char *path, int device, gpuplan_snapshot **out) {
-  FILE *f;
   gpuplan__pickle_reader rd;
   file_in fi;
-  long len;
-  int rc;
+  struct stat sb;
+  int fd, rc;
   if (!ctx) return GPUPLAN_EMISUSE;
   if (!out || !path) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "snapshot: NULL argument");
   *out = NULL;
-  f = fopen(path, "rb");
-  if (!f) {
+  /* O_NONBLOCK: a FIFO is refused below instead of waiting for a writer. */
+  do fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
     int e = errno;
     rc = gpuplan__error(ctx, e == ENOENT ? GPUPLAN_ENOTFOUND : GPUPLAN_EIO, "snapshot %s: %s",
                         path, strerror(e));
     gpuplan__error_detail(ctx, e);
     return rc;
   }
-  {
-    /* A directory opens; its "size" is nonsense (review L6). */
-    struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
-      fclose(f);
-      return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                            "snapshot %s: is a directory (give the .pickle torch.cuda.memory._dump_snapshot() "
-                            "wrote)", path);
-    }
-  }
-  if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-    fclose(f);
+  if (fstat(fd, &sb) != 0) {
+    close(fd);
     return gpuplan__error(ctx, GPUPLAN_EIO, "snapshot %s: cannot size the file", path);
   }
-  if (len == 0) {
-    fclose(f);
+  if (S_ISDIR(sb.st_mode)) {
+    /* A directory opens; its "size" is nonsense (review L6). */
+    close(fd);
+    return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                          "snapshot %s: is a directory (give the .pickle torch.cuda.memory._dump_snapshot() "
+                          "wrote)", path);
+  }
+  if (!S_ISREG(sb.st_mode) || sb.st_size < 0) {
+    close(fd);
+    return gpuplan__error(ctx, GPUPLAN_EIO, "snapshot %s: cannot size the file (not a regular file)", path);
+  }
+  if (sb.st_size == 0) {
+    close(fd);
     return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot %s: the file is empty", path);
   }
   /* Read in a window, not whole: a snapshot is mostly stack frames that a
@@ -598,13 +601,13 @@ int gpuplan_snapshot_load(gpuplan_ctx *ctx, const char *path, int device, gpupla
    * has (half a load's time on a 3 MB snapshot; all of a large one's
    * memory). */
   memset(&rd, 0, sizeof rd);
-  fi.fd = fileno(f);
+  fi.fd = fd;
   fi.path = path;
   rd.read = file_read;
   rd.ud = &fi;
-  rd.size = (uint64_t)len;
+  rd.size = (uint64_t)sb.st_size;
   rc = load_from(ctx, NULL, 0, &rd, device, out);
-  fclose(f);
+  close(fd);
   if (rc == GPUPLAN_EINVAL) {
     char msg[GPUPLAN_ERRMSG_MAX];
     snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(ctx));
