@@ -84,6 +84,12 @@ int gpuplan__alloc_next_segment(const gpuplan_cachealloc *a, gpuplan__layout_it 
                                 uint64_t *size, int *expandable);
 int gpuplan__alloc_next_block(gpuplan__layout_it *it, uint64_t *addr, uint64_t *size, int *allocated);
 
+/* R36: a CUDA graph capture begins (on 1) or ends (0).  While one is
+ * underway the out-of-memory path does not empty the cache before its
+ * last try (malloc's `captures_underway.empty()` guard: cudaFree cannot
+ * run during a capture).  Routing to the graph's pool is begin_pool's. */
+void gpuplan__cachealloc_capturing(gpuplan_cachealloc *a, int on);
+
 /* The context an allocator was made on. */
 gpuplan_ctx *gpuplan__alloc_ctx(const gpuplan_cachealloc *a);
 

@@ -105,6 +105,7 @@ struct gpuplan_cachealloc {
   gpuplan__ppool *pp;          /* private pools (slots; blocks hold index + 1) */
   size_t npp;
   int cur_pool;                /* where allocations are routed: 0 or a private pool's index + 1 */
+  int capturing;               /* a CUDA graph capture is underway (R36) */
 };
 
 /* The BlockPool of (pool, small): pool 0 the default ones, k private pool k. */
@@ -124,6 +125,8 @@ unsigned gpuplan__alloc_conf_release(const gpuplan_alloc_conf *c);
 void gpuplan__alloc_conf_copy(gpuplan_alloc_conf *dst, const gpuplan_alloc_conf *src);
 /* The release rules of the OOM text and of memory_summary()'s layout. */
 int gpuplan__oom_text_v1(const gpuplan_alloc_conf *c);
+int gpuplan__oom_private_pools(const gpuplan_alloc_conf *c);
+int gpuplan__private_pools_expandable(const gpuplan_alloc_conf *c);
 const char *gpuplan__oom_env(const gpuplan_alloc_conf *c);
 const char *gpuplan__oom_url(const gpuplan_alloc_conf *c);
 int gpuplan__summary_v113(unsigned release);

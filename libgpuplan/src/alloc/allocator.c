@@ -364,7 +364,7 @@ static gpuplan__blk *alloc_block(gpuplan_cachealloc *a, uint64_t alloc_size, uin
   if (a->conf.memory_fraction < 1 &&
       (uint64_t)a->st.reserved_bytes[GPUPLAN_POOL_ALL].current + alloc_size > allowed_max(a))
     return NULL;
-  if (a->conf.expandable_segments)
+  if (a->conf.expandable_segments && (!pool || gpuplan__private_pools_expandable(&a->conf))) /* R34 */
     return gpuplan__try_allocate_expandable_block(a, stream, pool, small, expand_size, rc);
   if (a->dev.malloc(a->dev.payload, alloc_size, &addr) != GPUPLAN_OK) return NULL;
   s = gpuplan__seg_add(a, addr, alloc_size, stream, small);
@@ -388,11 +388,27 @@ static gpuplan__blk *alloc_block(gpuplan_cachealloc *a, uint64_t alloc_size, uin
 }
 
 static void oom_message(gpuplan_cachealloc *a, uint64_t alloc_size, uint64_t request) {
-  char A[32], T[32], F[32], P[32], U[32], R[32], AL[48] = "";
-  uint64_t dfree, dtotal, allocated, reserved;
+  char A[32], T[32], F[32], P[32], U[32], R[32], AL[48] = "", PP[96] = "";
+  uint64_t dfree, dtotal, allocated, reserved, in_private = 0;
+  size_t k, i;
   a->dev.mem_info(a->dev.payload, &dfree, &dtotal);
   allocated = (uint64_t)a->st.allocated_bytes[GPUPLAN_POOL_ALL].current;
   reserved = (uint64_t)a->st.reserved_bytes[GPUPLAN_POOL_ALL].current;
+  if (gpuplan__oom_private_pools(&a->conf)) {
+    /* R35: the free blocks cached in private pools (allocated_bytes
+     * already counts their live ones), moved from "unallocated" to
+     * "allocated by PyTorch". */
+    for (k = 0; k < a->npp; k++) {
+      for (i = 0; i < a->pp[k].small.n; i++) in_private += a->pp[k].small.v[i]->size;
+      for (i = 0; i < a->pp[k].large.n; i++) in_private += a->pp[k].large.v[i]->size;
+    }
+    if (in_private) {
+      char X[32];
+      gpuplan_format_size(in_private, X, sizeof X);
+      snprintf(PP, sizeof PP, "with %s allocated in private pools (e.g., CUDA Graphs), ", X);
+      allocated += in_private;
+    }
+  }
   gpuplan_format_size(alloc_size, A, sizeof A);
   gpuplan_format_size(dtotal, T, sizeof T);
   gpuplan_format_size(dfree, F, sizeof F);
@@ -415,11 +431,11 @@ static void oom_message(gpuplan_cachealloc *a, uint64_t alloc_size, uint64_t req
   } else {
     gpuplan__error(a->ctx, GPUPLAN_EOOM,
                    "CUDA out of memory. Tried to allocate %s. GPU 0 has a total capacity of %s of "
-                   "which %s is free. %sOf the allocated memory %s is allocated by PyTorch, and %s "
+                   "which %s is free. %sOf the allocated memory %s is allocated by PyTorch, %sand %s "
                    "is reserved by PyTorch but unallocated. If reserved but unallocated memory is "
                    "large try setting %s=expandable_segments:True to avoid "
                    "fragmentation.  See documentation for Memory Management  (%s)",
-                   A, T, F, AL, P, U, gpuplan__oom_env(&a->conf), gpuplan__oom_url(&a->conf));
+                   A, T, F, AL, P, PP, U, gpuplan__oom_env(&a->conf), gpuplan__oom_url(&a->conf));
   }
 }
 
@@ -503,7 +519,7 @@ int gpuplan_cachealloc_malloc(gpuplan_cachealloc *a, uint64_t orig, uint64_t str
     b = alloc_block(a, alloc_size, size, stream, a->cur_pool, small, 0, &rc);
     if (!b && !rc && release_available_cached_blocks(a, p, size, stream))
       b = alloc_block(a, alloc_size, size, stream, a->cur_pool, small, 0, &rc);
-    if (!b && !rc && !(rc = release_cached_blocks(a)))
+    if (!b && !rc && !a->capturing && !(rc = release_cached_blocks(a))) /* R36 */
       b = alloc_block(a, alloc_size, size, stream, a->cur_pool, small, 1, &rc);
     if (rc) return rc;
     if (!b) {
@@ -667,6 +683,10 @@ int gpuplan_cachealloc_end_pool(gpuplan_cachealloc *a) {
                           "gpuplan_cachealloc_end_pool: no gpuplan_cachealloc_begin_pool in force");
   a->cur_pool = 0;
   return GPUPLAN_OK;
+}
+
+void gpuplan__cachealloc_capturing(gpuplan_cachealloc *a, int on) {
+  if (a) a->capturing = on != 0;
 }
 
 int gpuplan_cachealloc_release_pool(gpuplan_cachealloc *a, uint64_t pool_id) {

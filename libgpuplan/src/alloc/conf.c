@@ -70,6 +70,21 @@ int gpuplan__reads_pytorch_alloc_conf(unsigned release) { return release >= 210;
  * the text it replaced); main after 2.10: PYTORCH_CUDA_ALLOC_CONF again and
  * the docs.pytorch.org link (pytorch#172327, 2026-01-13; [CCA] newest). */
 int gpuplan__oom_text_v1(const gpuplan_alloc_conf *c) { return c->release < 201; }
+
+/* R35: the OOM text's "with X allocated in private pools (e.g., CUDA
+ * Graphs), " (pytorch#124673, merged 2024-04 for pytorch#121932; 2.4 is
+ * the first release that has it, not re-verified). */
+int gpuplan__oom_private_pools(const gpuplan_alloc_conf *c) { return c->release >= 204; }
+
+/* R34: whether a private pool's segments are expandable when
+ * expandable_segments is on.  Before pytorch#128068 ("Support for
+ * expandable segments with cuda graph trees", 2024-06) alloc_block took
+ * the expandable path only for `!p.pool->owner_PrivatePool` ("our
+ * checkpointing logic for private pools doesn't support the
+ * expandable_segments_ structure yet"), so private pools got cudaMalloc
+ * segments; after it, both pools do.  2.5 is taken as its first release
+ * (not re-verified). */
+int gpuplan__private_pools_expandable(const gpuplan_alloc_conf *c) { return c->release >= 205; }
 const char *gpuplan__oom_env(const gpuplan_alloc_conf *c) {
   return c->release == 210 ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
 }
