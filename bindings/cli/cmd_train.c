@@ -361,6 +361,11 @@ static int render_simulate(cli *c, gpuplan_doc *doc) {
   printf("  at peak reserved     %.2f GiB cached free, largest free block %.2f GiB\n",
          gib(dnum(r, "total_free_at_peak_bytes")), gib(dnum(r, "largest_free_at_peak_bytes")));
   printf("  cudaMalloc retries   %lld\n", (long long)dint(r, "num_alloc_retries"));
+  if (dbool(r, "cuda_graph"))
+    printf("  CUDA graph pool      %8.2f GiB reserved (%.2f GiB of it allocated%s)%s\n",
+           gib(dnum(r, "graph_pool_reserved_bytes")), gib(dnum(r, "graph_pool_allocated_bytes")),
+           dbool(r, "graph_captured") ? ": its static outputs" : " when the capture ran out",
+           dbool(r, "empty_cache_before_capture") ? ", cache emptied before the capture" : "");
   if (dbool(r, "oom")) printf("OUT OF MEMORY in %s:\n%s\n", dstr(r, "oom_op"), dstr(r, "oom_message"));
   printf("nvidia-smi at the peak would show %.0fMiB / %.0fMiB used (PyTorch reserved %.0f + CUDA "
          "context, NCCL, cuBLAS %.0f + other processes %.0f)\n",

@@ -2,7 +2,8 @@
 # End-to-end checks of `gpuplan simulate` with the per-release allocator
 # rules (issue 14 item 2): --summary (torch.cuda.memory_summary() at the
 # end of the run), --torch, and the allocator settings from the
-# environment as the chosen release read them.  usage: test_cli_simulate.sh GPUPLAN TMPDIR
+# environment as the chosen release read them; CUDA graph capture
+# (--cuda-graph, --empty-cache-before-capture).  usage: test_cli_simulate.sh GPUPLAN TMPDIR
 gp=$1
 tmp=$2/cli_simulate   # its own directory: other CLI suites may run beside it
 mkdir -p "$tmp"
@@ -47,6 +48,19 @@ check "max_split 20 in 2.10" 0 "alloc conf 'max_split_size_mb:20'" -- "$gp" $sim
 check "unknown key, 2.9's words" 2 'Unrecognized CachingAllocator option: frob' -- "$gp" $sim --torch 2.9 --alloc-conf frob:1
 check "unknown key, 2.10's words" 2 "Unrecognized key 'frob' in CUDA allocator config." -- "$gp" $sim --torch 2.10 --alloc-conf frob:1
 check "bad torch" 2 "torch" -- "$gp" $sim --torch 3.0
+
+# CUDA graphs: the last step captured in a private pool.  GPT-2 XL at
+# micro-batch 8 on an A100-80GB: without empty_cache() the capture cannot
+# use what the warm-up left cached and runs out; with it the step fits.
+g="simulate gpt-2-xl --gpu a100-80gb --micro-batch 8 --seq 1024 --steps 3 --cuda-graph"
+check "graph capture runs out" 0 "OUT OF MEMORY in step 3 (CUDA graph capture) forward" -- "$gp" $g
+check "graph OOM text names private pools" 0 "allocated in private pools (e.g., CUDA Graphs), and " -- "$gp" $g
+check "graph pool line" 0 "CUDA graph pool .* GiB reserved (.* GiB of it allocated: its static outputs), cache emptied before the capture" -- "$gp" $g --empty-cache-before-capture
+nocheck "emptied cache: no OOM" "OUT OF MEMORY" -- "$gp" $g --empty-cache-before-capture
+check "graph json" 0 '"graph_captured": true' -- "$gp" $g --empty-cache-before-capture --json
+check "no graph unasked" 0 '"graph_pool_reserved_bytes": 0' -- "$gp" $sim --json
+check "empty cache needs a graph" 2 "empty_cache_before_capture (--empty-cache-before-capture): needs cuda_graph" -- "$gp" $sim --empty-cache-before-capture
+check "graph needs a warm-up" 2 "cuda_graph: needs steps >= 2" -- "$gp" $sim --cuda-graph
 
 echo "$pass passed, $fails failed"
 [ "$fails" = 0 ]

@@ -420,6 +420,8 @@ class Catalog:
         other_procs: Optional[Union[int, float, str]] = ...,
         snapshot: Optional[str] = ...,
         on: Optional[str] = ...,
+        cuda_graph: Optional[bool] = ...,
+        empty_cache_before_capture: Optional[bool] = ...,
         env_alloc_conf: Optional[str] = ...,
         env_cuda_alloc_conf: Optional[str] = ...,
         torch: Optional[Literal["latest", "2.10", "2.9", "2.8", "2.7", "2.6", "2.5", "2.4", "2.3", "2.2", "2.1", "2.x", "2.0", "1.13"]] = ...,

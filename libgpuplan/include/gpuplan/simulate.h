@@ -22,7 +22,7 @@
 
 GPUPLAN_BEGIN_DECLS
 
-#define GPUPLAN_SIMULATE_OPTIONS_VERSION 1
+#define GPUPLAN_SIMULATE_OPTIONS_VERSION 2
 
 /** Simulation settings besides the memory options. */
 typedef struct gpuplan_simulate_options {
@@ -40,9 +40,19 @@ typedef struct gpuplan_simulate_options {
   /** Write the run as a torch memory snapshot pickle here (memory_viz
    * opens it); NULL for none.  Written also when the run ends in an OOM. */
   const char *snapshot_path;
+  /** Capture the last step in a CUDA graph (torch.cuda.graph, whole-step
+   * capture): its allocations come from a private pool that the graph
+   * keeps for its replays, the out-of-memory path cannot empty the cache
+   * during the capture, and its gradients stay (static outputs); the steps
+   * before are the eager warm-up (steps >= 2).  Read from version 2.
+   * @since 0.2.0 */
+  int cuda_graph;
+  /** torch.cuda.empty_cache() between the warm-up and the capture, so
+   * that the capture can reuse the warm-up's cached memory.  @since 0.2.0 */
+  int empty_cache_before_capture;
 } gpuplan_simulate_options;
 
-#define GPUPLAN_SIMULATE_OPTIONS_INIT { GPUPLAN_SIMULATE_OPTIONS_VERSION, 2, NULL, GPUPLAN_TORCH_LATEST, 1, NULL, NULL, NULL, NULL }
+#define GPUPLAN_SIMULATE_OPTIONS_INIT { GPUPLAN_SIMULATE_OPTIONS_VERSION, 2, NULL, GPUPLAN_TORCH_LATEST, 1, NULL, NULL, NULL, NULL, 0, 0 }
 
 /** What a simulation found (a plain value). */
 typedef struct gpuplan_simulate_result {

@@ -305,6 +305,13 @@ static const gpuplan_result_field simulate_fields[] = {
   {"torch", S, "", "the PyTorch release whose rules were followed (the torch option)"},
   {"rules", S, "", "the release those rules are (2.x: 2.9's; latest: main after 2.10)"},
   {"set_to_none", B, "", "zero_grad(set_to_none=True)"},
+  {"cuda_graph", B, "", "the last step was captured in a CUDA graph (cuda_graph option; the steps before: its warm-up)"},
+  {"empty_cache_before_capture", B, "", "torch.cuda.empty_cache() ran between the warm-up and the capture"},
+  {"graph_captured", B, "", "the capture completed (false: no cuda_graph, or an OOM inside it)"},
+  {"graph_pool_reserved_bytes", I, "B",
+   "the graph's private pool at the end: reserved away from the default pools for as long as the graph lives "
+   "(part of peak_reserved_bytes)"},
+  {"graph_pool_allocated_bytes", I, "B", "... of which allocated: the graph's static outputs (its gradients, loss, logits)"},
   {"ops", I, "", "allocations and frees issued"},
   {"capacity_bytes", I, "B", "what PyTorch's allocator could get"},
   {"peak_allocated_bytes", I, "B", "peak of allocated memory"},

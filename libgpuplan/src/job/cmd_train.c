@@ -1095,6 +1095,11 @@ int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
   so.torch = tr->rules;
   so.set_to_none = !iopt(j, J_KEEP_GRADS, 0);
   so.snapshot_path = sopt(j, J_SNAPSHOT);
+  so.cuda_graph = (int)iopt(j, J_CUDA_GRAPH, 0);
+  so.empty_cache_before_capture = (int)iopt(j, J_EMPTY_CACHE_BEFORE_CAPTURE, 0);
+  if (so.empty_cache_before_capture && !so.cuda_graph)
+    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_EMPTY_CACHE_BEFORE_CAPTURE),
+                              "needs cuda_graph (it empties the cache before the capture)");
   /* the option, or the environment as that release reads it (cmd_replay.c) */
   GPUPLAN_TRY(gpuplan__alloc_conf_source(j, release, &so.alloc_conf, &conf_from, warn, sizeof warn));
   /* A bad setting is the option's fault (or the variable's): say which. */
@@ -1124,6 +1129,11 @@ int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
   gpuplan__doc_str(b, "torch", tr->name);
   gpuplan__doc_str(b, "rules", tr->rules_name);
   gpuplan__doc_bool(b, "set_to_none", so.set_to_none);
+  gpuplan__doc_bool(b, "cuda_graph", so.cuda_graph);
+  gpuplan__doc_bool(b, "empty_cache_before_capture", so.empty_cache_before_capture);
+  gpuplan__doc_bool(b, "graph_captured", sum.graph_captured);
+  gpuplan__doc_uint(b, "graph_pool_reserved_bytes", sum.graph_reserved);
+  gpuplan__doc_uint(b, "graph_pool_allocated_bytes", sum.graph_allocated);
   gpuplan__doc_uint(b, "ops", sr.ops);
   gpuplan__doc_uint(b, "capacity_bytes", sr.capacity);
   gpuplan__doc_uint(b, "peak_allocated_bytes", sr.peak_allocated);

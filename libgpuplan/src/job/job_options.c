@@ -182,6 +182,13 @@ static const gpuplan_option_info opts[] = {
    "worker threads for the search", C_SEARCH, 0, "search"},
   {"tie_tolerance", "tie-tolerance", GPUPLAN_OPT_REAL, "1", 0, 1, NULL, "0.05 (the model's median error)",
    "layouts whose step times differ by less than this share of #1's are shown as ties", C_SEARCH, 0, "search"},
+
+  /* simulate: CUDA graphs (appended; docs/allocator.md "CUDA graphs") */
+  {"cuda_graph", "cuda-graph", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "false",
+   "capture the last step in a CUDA graph (torch.cuda.graph): its memory comes from a private pool the graph "
+   "keeps; the steps before are the eager warm-up", C_SIMULATE, 0, "simulate"},
+  {"empty_cache_before_capture", "empty-cache-before-capture", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "false",
+   "torch.cuda.empty_cache() between the warm-up and the capture (cuda_graph)", C_SIMULATE, 0, "simulate"},
 };
 
 const gpuplan__opt_table gpuplan__opts_job = {opts, sizeof opts / sizeof opts[0]};

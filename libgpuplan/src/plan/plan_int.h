@@ -94,6 +94,10 @@ typedef struct gpuplan__sim_summary {
   int want, abbreviated;
   gpuplan_torch_version layout;
   char *text;
+  /* out, cuda_graph: the captured step's pool at the end of the run */
+  int graph_captured;            /* the capture completed (no OOM in it) */
+  uint64_t graph_reserved;       /* its segments */
+  uint64_t graph_allocated;      /* ... of which allocated: the graph's static outputs */
 } gpuplan__sim_summary;
 int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, const gpuplan_gpu *gpu,
                               const gpuplan_memory_options *options, const gpuplan_simulate_options *sim,

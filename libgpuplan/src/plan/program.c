@@ -21,6 +21,7 @@
 #include "plan/plan_int.h"
 
 #define MAXW 8  /* parameter tensors per layer */
+#define GRAPH_POOL 1 /* the private pool of the captured step's CUDA graph */
 #define CHUNKS 16 /* a traced module's saved tensors, in this many allocations */
 
 typedef struct tens {
@@ -54,6 +55,7 @@ typedef struct prog {
   const gpuplan_memory_options *o;
   const gpuplan_model *m;
   int64_t step;
+  int capture;                   /* this step is a CUDA graph's capture */
   const char *phase;
   int64_t layer;
   int oom;
@@ -80,11 +82,12 @@ static uint64_t get(prog *p, double bytes, const char *what) {
     p->r->oom = 1;
     p->r->oom_step = p->step;
     if (p->layer >= 0)
-      snprintf(p->r->oom_op, sizeof p->r->oom_op, "step %lld %s layer %lld: %s (%llu bytes)",
-               (long long)p->step, p->phase, (long long)p->layer, what, (unsigned long long)n);
+      snprintf(p->r->oom_op, sizeof p->r->oom_op, "step %lld%s %s layer %lld: %s (%llu bytes)",
+               (long long)p->step, p->capture ? " (CUDA graph capture)" : "", p->phase, (long long)p->layer, what,
+               (unsigned long long)n);
     else
-      snprintf(p->r->oom_op, sizeof p->r->oom_op, "step %lld %s: %s (%llu bytes)",
-               (long long)p->step, p->phase, what, (unsigned long long)n);
+      snprintf(p->r->oom_op, sizeof p->r->oom_op, "step %lld%s %s: %s (%llu bytes)", (long long)p->step,
+               p->capture ? " (CUDA graph capture)" : "", p->phase, what, (unsigned long long)n);
     snprintf(p->r->oom_message, sizeof p->r->oom_message, "%s", gpuplan_errmsg(p->ctx));
     return 0;
   }
@@ -228,7 +231,7 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
   uint64_t outside, *wa = NULL, *ga = NULL, *ma = NULL, *oa = NULL, *acts = NULL;
   uint64_t buckets[2] = {0, 0}, extra_w = 0, extra_g = 0, extra_m = 0, extra_o = 0, adapters = 0, prev_logits = 0;
   double wl, gl, ml, ol, w_extra, g_extra, m_extra, o_extra;
-  int rc, zero3, grads_live = 0, state_live = 0, first_stage, last_stage, persist, prev, k, logits_idx = -1;
+  int rc, zero3, grads_live = 0, state_live = 0, first_stage, last_stage, persist, prev, k, logits_idx = -1, graph;
   size_t nslots, per_mb;
   const char *src;
   tee tr;
@@ -241,6 +244,14 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
                           sim->version, GPUPLAN_SIMULATE_OPTIONS_VERSION);
   if (sim->steps < 1 || sim->steps > 1000000)
     return gpuplan__error(ctx, GPUPLAN_EINVAL, "steps: must be 1..1000000 (got %lld)", (long long)sim->steps);
+  graph = sim->version >= 2 && sim->cuda_graph;
+  if (graph && sim->steps < 2)
+    return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                          "cuda_graph: needs steps >= 2 (the eager warm-up step before the capture; got %lld)",
+                          (long long)sim->steps);
+  if (graph && o->module.params > 0)
+    return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                          "cuda_graph: a traced module's program is not captured (simulate it without cuda_graph)");
   if (o->workload != GPUPLAN_TRAIN && !(o->module.params > 0))
     return gpuplan__error(ctx, GPUPLAN_EINVAL,
                           "simulate: only training steps are simulated (workload is inference); a traced module's "
@@ -358,6 +369,15 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
     memset(head_a, 0, sizeof head_a);
     memset(emb_a, 0, sizeof emb_a);
     p.step = step;
+    if (graph && step == sim->steps) {
+      /* The last step is captured (torch.cuda.graph): the steps before
+       * were its eager warm-up; their cached blocks stay in the default
+       * pools, which the capture cannot use, unless emptied first. */
+      if (sim->empty_cache_before_capture && (rc = gpuplan_cachealloc_empty_cache(p.a))) goto out;
+      if ((rc = gpuplan_cachealloc_begin_pool(p.a, GRAPH_POOL))) goto out;
+      gpuplan__cachealloc_capturing(p.a, 1);
+      p.capture = 1;
+    }
     /* 1F1B: up to `slots` micro-batches' activations live at once. */
     while (bwd < nmb && !p.oom) {
       int do_fwd = fwd < nmb && fwd - bwd < slots;
@@ -490,8 +510,10 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
       }
     }
     if (p.oom) break;
-    if (!persist) {
-      /* zero_grad(set_to_none=True): the gradients are freed. */
+    if (!persist && !p.capture) {
+      /* zero_grad(set_to_none=True): the gradients are freed (not after
+       * a capture: the graph's gradients are its static outputs, written
+       * by every replay). */
       for (li = L - 1; li >= 0; li--) put_all(&p, ga + li * p.nw, p.nw);
       put(&p, extra_g);
       extra_g = 0;
@@ -500,6 +522,27 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
     out->steps_done = step;
   }
 finish:
+  if (p.capture) {
+    /* capture_end: allocations go to the default pools again; the graph
+     * keeps its pool (and every address in it) for its replays, which
+     * allocate nothing. */
+    gpuplan__cachealloc_capturing(p.a, 0);
+    if (!rc) rc = gpuplan_cachealloc_end_pool(p.a);
+    if (sum && !rc) {
+      gpuplan_segment_info *segs = NULL;
+      gpuplan_block_info *blocks = NULL;
+      size_t i, n = 0;
+      sum->graph_captured = !p.oom;
+      if ((rc = gpuplan__alloc_layout(p.a, &segs, &blocks, &n))) goto out;
+      for (i = 0; i < n; i++)
+        if (segs[i].pool_id == GRAPH_POOL) {
+          sum->graph_reserved += segs[i].total_size;
+          sum->graph_allocated += segs[i].allocated_size;
+        }
+      gpuplan__free(ctx, segs);
+      gpuplan__free(ctx, blocks);
+    }
+  }
   if (p.oom < 0) {
     rc = gpuplan__nomem(ctx);
     goto out;

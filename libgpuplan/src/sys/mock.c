@@ -999,7 +999,9 @@ int gpuplan__mock_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const g
                             "and NCCL on %s", (unsigned long long)other_bytes, (unsigned long long)resident,
                             gpu->name);
   }
-  so = *so_in;
+  /* A version-1 caller's options end before cuda_graph. */
+  memset(&so, 0, sizeof so);
+  memcpy(&so, so_in, so_in->version >= 2 ? sizeof so : offsetof(gpuplan_simulate_options, cuda_graph));
   so.device = gpuplan_mock_device(mock, 0);
   rc = gpuplan__simulate_summary(ctx, model, gpu, options, &so, out, sum);
   gpuplan_mock_free(mock);
