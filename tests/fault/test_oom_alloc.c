@@ -289,10 +289,11 @@ static void test_oom_alloc__expandable_segments(void **state) {
   both(sc_expandable, NULL);
 }
 
-/* The exact replay, the rebuild, and the learning of ambiguous starts. */
+/* The exact replay, the rebuild, the learning of ambiguous starts, and
+ * the routing of allocations to private pools. */
 static void test_oom_alloc__replay_exact(void **state) {
   static const char *const files[] = {"linear-grad-cut-free-completed.pickle", "unsplit-remainder-elsewhere.pickle",
-                                      "s8-recorded-oom.pickle"};
+                                      "s8-recorded-oom.pickle", "private-pool.pickle", "private-pool-freed.pickle"};
   char dir[1024];
   size_t i;
   (void)state;

@@ -751,9 +751,10 @@ static void test_replay__expandable_midrun(void **state) {
 }
 
 /* A MemPool's free segment (segment_pool_id (1, 0)) must not serve the
- * default pool's allocation; the trace cannot tell pools apart, so the
- * event is reported unchecked rather than as a wrong placement. */
-static void test_replay__private_pool_is_unchecked(void **state) {
+ * default pool's allocation.  Trace entries name no pool, but the segment
+ * the allocation lies in does (allocated by the trace, alive at the end,
+ * pool (0, 0)): the replay routes it to the default pool and is exact. */
+static void test_replay__private_pool_routed_by_segment(void **state) {
   counting c;
   gpuplan_ctx *ctx;
   gpuplan_catalog *cat;
@@ -762,11 +763,22 @@ static void test_replay__private_pool_is_unchecked(void **state) {
   counting_init(&c);
   ctx = counting_ctx(&c);
   d = replay_doc(ctx, &cat, "private-pool.pickle", NULL);
-  assert_false(gpuplan_value_bool(dget(d, "exact")));
+  assert_true(gpuplan_value_bool(dget(d, "exact")));
   assert_int_equal(gpuplan_value_int(dget(d, "private_pools")), 1);
+  assert_int_equal(gpuplan_value_type_of(dget(d, "unchecked")), GPUPLAN_VALUE_NULL);
+  assert_int_equal(gpuplan_value_int(dget(d, "peak_reserved_bytes")), 40ll << 20);
+  gpuplan_doc_free(d);
+  gpuplan_catalog_free(cat);
+  /* A released MemPool's segment, allocated and freed by the trace: its
+   * pool is shown nowhere, the default pool's free block would serve the
+   * allocation in it, so from event 1 the events are unchecked, not a
+   * wrong placement. */
+  d = replay_doc(ctx, &cat, "private-pool-freed.pickle", NULL);
+  assert_false(gpuplan_value_bool(dget(d, "exact")));
+  assert_int_equal(gpuplan_value_type_of(dget(d, "diverged_at")), GPUPLAN_VALUE_NULL);
   assert_int_equal(gpuplan_value_int(dget(d, "unchecked.from_event")), 1);
   assert_non_null(strstr(gpuplan_value_string(dget(d, "unchecked.why"), NULL), "private pool"));
-  assert_int_equal(gpuplan_value_int(dget(d, "peak_reserved_bytes")), 40ll << 20);
+  assert_int_equal(gpuplan_value_int(dget(d, "peak_reserved_bytes")), 60ll << 20);
   gpuplan_doc_free(d);
   gpuplan_catalog_free(cat);
   counting_done(&c, ctx);
@@ -907,7 +919,7 @@ int main(void) {
     cmocka_unit_test(test_replay__expandable_exact),
     cmocka_unit_test(test_replay__expandable_moved_alloc_diverges),
     cmocka_unit_test(test_replay__expandable_midrun),
-    cmocka_unit_test(test_replay__private_pool_is_unchecked),
+    cmocka_unit_test(test_replay__private_pool_routed_by_segment),
     cmocka_unit_test(test_replay__host_entries_and_exact_page_layout),
   };
   return cmocka_run_group_tests_name("replay", tests, NULL, NULL);

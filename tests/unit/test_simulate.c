@@ -141,6 +141,23 @@ static void test_simulate__expandable_segments_and_errors(void **state) {
   assert_int_equal(gpuplan_simulate(f->ctx, m, g, &o, &so, &a), GPUPLAN_EINVAL);
 }
 
+/* The snapshot a simulation wrote replays exactly, with its figures. */
+static void replays_exactly(fixture *f, const char *path, const gpuplan_simulate_result *r) {
+  gpuplan_snapshot *s = NULL;
+  gpuplan_replay_result rr;
+  assert_int_equal(gpuplan_snapshot_load(f->ctx, path, 0, &s), GPUPLAN_OK);
+  assert_int_equal(gpuplan_snapshot_replay(f->ctx, s, NULL, &rr), GPUPLAN_OK);
+  if (!rr.exact) fprintf(stderr, "%s: diverges at %zu: %s\n", path, rr.diverged_at, rr.divergence);
+  assert_true(rr.exact);
+  assert_false(rr.rebuilt_start);
+  assert_int_equal(rr.oom_event != SIZE_MAX, r->oom);
+  if (r->oom) assert_string_equal(rr.oom_message, r->oom_message);
+  assert_int_equal(rr.peak_allocated, r->peak_allocated);
+  assert_int_equal(rr.peak_reserved, r->peak_reserved);
+  gpuplan_snapshot_free(s);
+  remove(path);
+}
+
 /* CUDA graphs (R33, R36; PyTorch's Note [Interaction with CUDA graph
  * capture]): the captured step's allocations come from a private pool
  * that cannot use what the warm-up left cached in the default pools, and
@@ -157,6 +174,7 @@ static void test_simulate__cuda_graph_capture(void **state) {
   gpuplan_simulate_result eager, g, ge, v1;
   const gpuplan_model *m;
   const gpuplan_gpu *gpu;
+  char path[512];
   o.micro_batch = 10;
   o.seq_len = 1024;
   so.steps = 3;
@@ -164,7 +182,14 @@ static void test_simulate__cuda_graph_capture(void **state) {
   assert_false(eager.oom);
   assert_int_equal(eager.steps_done, 3);
   so.cuda_graph = 1;
+  tmp_path(path, sizeof path, "sim-graph.pickle");
+  so.snapshot_path = path;
   sim(f, "gpt-2-xl", "a100-80gb", &o, &so, &g);
+  /* gpuplan's own snapshot of it replays exactly: the segments name their
+   * pool (segment_pool_id), the replay routes each allocation to the pool
+   * of the segment it lies in, and infers the capture from an OOM in a
+   * private pool that no cudaFree preceded (R36). */
+  replays_exactly(f, path, &g);
   assert_true(g.oom);
   assert_int_equal(g.oom_step, 3);
   assert_int_equal(g.steps_done, 2);
@@ -175,6 +200,8 @@ static void test_simulate__cuda_graph_capture(void **state) {
   assert_non_null(strstr(g.oom_message, " allocated in private pools (e.g., CUDA Graphs), and "));
   so.empty_cache_before_capture = 1;
   sim(f, "gpt-2-xl", "a100-80gb", &o, &so, &ge);
+  replays_exactly(f, path, &ge);
+  so.snapshot_path = NULL;
   assert_false(ge.oom);
   assert_int_equal(ge.steps_done, 3);
   /* Within 5% of the eager peak: what is left over are the warm-up's split

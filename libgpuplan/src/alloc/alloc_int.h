@@ -26,9 +26,10 @@ typedef struct gpuplan__install_block {
 } gpuplan__install_block;
 
 /* Install one segment with its blocks (tiling it, in address order) into
- * an allocator that has served nothing yet; after the last one,
- * gpuplan__alloc_installed() sorts the pools and counts inactive_split.
- * GPUPLAN_OK or GPUPLAN_ENOMEM. */
+ * an allocator that has served nothing yet, in the pool allocations are
+ * routed to (gpuplan_cachealloc_begin_pool; default: the default pools);
+ * after the last one, gpuplan__alloc_installed() sorts the pools and
+ * counts inactive_split.  GPUPLAN_OK or GPUPLAN_ENOMEM. */
 int gpuplan__alloc_install(gpuplan_cachealloc *a, uint64_t addr, uint64_t size, uint64_t stream, int small,
                            const gpuplan__install_block *blocks, size_t n);
 void gpuplan__alloc_installed(gpuplan_cachealloc *a);

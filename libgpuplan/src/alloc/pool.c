@@ -288,8 +288,9 @@ int gpuplan__alloc_install(gpuplan_cachealloc *a, uint64_t addr, uint64_t size, 
   size_t i;
   /* Host memory first: the block structs and the pool slots. */
   GPUPLAN_TRY(gpuplan__spare_reserve(a, n));
-  GPUPLAN_TRY(gpuplan__pool_reserve(a, gpuplan__pool_of(a, 0, small), n, 0));
+  GPUPLAN_TRY(gpuplan__pool_reserve(a, gpuplan__pool_of(a, a->cur_pool, small), n, 0));
   if (!(s = gpuplan__seg_add(a, addr, size, stream, small))) return gpuplan__nomem(a->ctx);
+  s->pool = a->cur_pool; /* the pool allocations are routed to (begin_pool) */
   for (i = 0; i < n; i++) {
     gpuplan__blk *b = gpuplan__blk_new(a); /* reserved: cannot fail */
     b->addr = blocks[i].addr;
@@ -298,6 +299,7 @@ int gpuplan__alloc_install(gpuplan_cachealloc *a, uint64_t addr, uint64_t size, 
     b->stream = stream;
     b->seg = s;
     b->small = small;
+    b->pool = s->pool;
     b->allocated = blocks[i].allocated;
     b->prev = last;
     if (last) last->next = b;
@@ -313,7 +315,7 @@ int gpuplan__alloc_install(gpuplan_cachealloc *a, uint64_t addr, uint64_t size, 
       if (b->size >= a->conf.max_split_size) gpuplan__stat_add(&a->st.oversize_allocations, 1);
     } else {
       /* Appended unsorted; gpuplan__alloc_installed sorts the pools once. */
-      gpuplan__pool *p = gpuplan__pool_of(a, 0, small);
+      gpuplan__pool *p = gpuplan__pool_of(a, s->pool, small);
       p->v[p->n++] = b; /* reserved: cannot fail */
     }
   }
@@ -330,9 +332,14 @@ static int blk_cmp(const void *x, const void *y) {
 /* After a state was installed: sort the pools, recompute inactive_split. */
 void gpuplan__alloc_installed(gpuplan_cachealloc *a) {
   gpuplan__seg *s;
+  size_t q;
   int k;
   if (a->small.n) qsort(a->small.v, a->small.n, sizeof *a->small.v, blk_cmp);
   if (a->large.n) qsort(a->large.v, a->large.n, sizeof *a->large.v, blk_cmp);
+  for (q = 0; q < a->npp; q++) {
+    if (a->pp[q].small.n) qsort(a->pp[q].small.v, a->pp[q].small.n, sizeof *a->pp[q].small.v, blk_cmp);
+    if (a->pp[q].large.n) qsort(a->pp[q].large.v, a->pp[q].large.n, sizeof *a->pp[q].large.v, blk_cmp);
+  }
   for (k = 0; k < 3; k++) {
     memset(&a->st.inactive_split[k], 0, sizeof a->st.inactive_split[k]);
     memset(&a->st.inactive_split_bytes[k], 0, sizeof a->st.inactive_split_bytes[k]);

@@ -364,7 +364,9 @@ int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, c
     KEY(&w, "requested_size"); integer(&w, (int64_t)si.requested_size);
     KEY(&w, "stream"); integer(&w, (int64_t)si.stream);
     KEY(&w, "segment_type"); str(&w, si.large ? "large" : "small");
-    KEY(&w, "segment_pool_id"); integer(&w, 0); integer(&w, 0); op(&w, 0x86); /* TUPLE2 */
+    /* MempoolId_t: (0, 0) the default pools; a graph capture's pool is
+     * (its id, 0), as CUDAGraph::capture_begin names it. */
+    KEY(&w, "segment_pool_id"); integer(&w, (int64_t)si.pool_id); integer(&w, 0); op(&w, 0x86); /* TUPLE2 */
     KEY(&w, "is_expandable"); op(&w, si.expandable ? 0x88 : 0x89);
     KEY(&w, "frames"); frames(&w, rec, si.nblocks ? fmap_get(&fm, blocks[0].addr) : 0);
     KEY(&w, "blocks");

@@ -30,6 +30,7 @@ typedef struct rseg {
   int small;
   int expandable;  /* a mapped range of an expandable segment (R26-R30) */
   int private_pool; /* segment_pool_id is not (0, 0): a MemPool's or a CUDA graph's */
+  unsigned pool;    /* ... which: 1 + its index in pool_ids (0: default, or one of too many) */
   rblock *b;
   size_t n, cap;
 } rseg;
@@ -53,6 +54,9 @@ struct gpuplan_snapshot {
   char *recorded_conf; /* facts.recorded_conf's storage */
   int device;
   int expandable_trace; /* the trace maps or unmaps (recorded with expandable segments) */
+  /* Per trace event (allocs and OOMs): the private pool it was made in, as
+   * far as the file shows it (route_pools); NULL when the file has none. */
+  unsigned char *ev_pool;
   /* The state the trace starts from, rebuilt once at load (no block sizes
    * learnt yet): every replay starts there.  start_diverged: where the
    * file contradicts itself while rebuilding (SIZE_MAX: nowhere). */
@@ -374,6 +378,7 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
           s->pool_ids[k][1] = p1;
           s->facts.pools++;
         }
+        if (k < GPUPLAN__MAX_POOLS_SEEN) r->pool = (unsigned)k + 1;
       }
     }
     GPUPLAN_TRY(value_u64(ctx, v[SF_ADDRESS], "address", "segment", i, &r->addr));
@@ -478,12 +483,14 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
 
 static void state_free(gpuplan_ctx *ctx, state *st);
 static int start_state(gpuplan_ctx *ctx, gpuplan_snapshot *s);
+static int route_pools(gpuplan_ctx *ctx, gpuplan_snapshot *s);
 
 void gpuplan_snapshot_free(gpuplan_snapshot *s) {
   gpuplan_ctx *ctx;
   if (!s) return;
   ctx = s->ctx;
   state_free(ctx, &s->start);
+  gpuplan__free(ctx, s->ev_pool);
   gpuplan__free(ctx, s->recorded_conf);
   segs_free(ctx, s->segs, s->nsegs);
   gpuplan__free(ctx, s->ev);
@@ -520,6 +527,7 @@ static int load_from(gpuplan_ctx *ctx, const void *buf, size_t len, const gpupla
   rc = convert(ctx, root, device, p.values, s);
   gpuplan__pickle_free(&p);
   if (rc == GPUPLAN_OK) rc = start_state(ctx, s);
+  if (rc == GPUPLAN_OK && s->facts.pools) rc = route_pools(ctx, s);
   if (rc) {
     gpuplan_snapshot_free(s);
     return rc;
@@ -1001,9 +1009,9 @@ static int undo_unmap(const gpuplan_snapshot *s, const gpuplan_alloc_event *e, s
   proto.stream = e->stream;
   proto.expandable = 1;
   if (lo > 0 && st->v[lo - 1]->expandable && st->v[lo - 1]->addr + st->v[lo - 1]->size == e->addr)
-    proto.small = st->v[lo - 1]->small, proto.private_pool = st->v[lo - 1]->private_pool;
+    proto.small = st->v[lo - 1]->small, proto.private_pool = st->v[lo - 1]->private_pool, proto.pool = st->v[lo - 1]->pool;
   else if (lo < st->n && st->v[lo]->expandable && st->v[lo]->addr == end)
-    proto.small = st->v[lo]->small, proto.private_pool = st->v[lo]->private_pool;
+    proto.small = st->v[lo]->small, proto.private_pool = st->v[lo]->private_pool, proto.pool = st->v[lo]->pool;
   else
     proto.small = e->size % s->conf.large_segment_size != 0; /* small pages are 2 MiB */
   GPUPLAN_TRY(state_insert(t->ctx, st, t, lo, &proto, -1, 0));
@@ -1308,7 +1316,11 @@ static int install(gpuplan_cachealloc *a, const state *st, rres *res, size_t *nr
       ib[j].requested = g->b[j].requested;
       ib[j].allocated = g->b[j].allocated;
     }
+    /* A private pool's segment into its pool (route_pools routes the
+     * trace's allocations to the same pool ids). */
+    if (g->pool && (rc = gpuplan_cachealloc_begin_pool(a, g->pool))) break;
     rc = gpuplan__alloc_install(a, g->addr, g->size, g->stream, g->small, ib, g->n);
+    if (g->pool && rc == GPUPLAN_OK) rc = gpuplan_cachealloc_end_pool(a);
   }
   gpuplan__free(ctx, ib);
   if (rc == GPUPLAN_OK) gpuplan__alloc_installed(a);
@@ -1538,6 +1550,143 @@ static int amap_has(const amap *m, uint64_t k) {
   return m->k[i] != 0;
 }
 
+/* --- private pools in the trace -------------------------------------------- */
+
+#define POOL_CAPTURING 0x80 /* ev_pool: the OOM of a CUDA graph capture */
+
+/* A segment alive at some point of the trace, and its pool. */
+typedef struct lseg {
+  uint64_t addr, size;
+  unsigned pool;
+} lseg;
+
+static size_t lseg_upper(const lseg *v, size_t n, uint64_t addr) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid].addr <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo; /* the first segment above addr */
+}
+
+/*
+ * Trace entries name no pool (2.1-2.10), but the file's segments do
+ * (segment_pool_id), and a private pool keeps its segments while it is in
+ * use: a CUDA graph's for as long as the graph lives, a MemPool's until it
+ * is released and the cache emptied.  So a segment the trace allocates and
+ * never frees is the one the file shows at that address, with its pool;
+ * one the trace starts with is the start state's; an allocation was made in
+ * the pool of the segment it lies in.  A segment freed within the trace
+ * shows no pool: taken as the default pool's (a released MemPool's segment
+ * is not told apart; what then diverges is reported unchecked, as for any
+ * file with private pools).  Expandable traces are left to that too.
+ */
+static int route_pools(gpuplan_ctx *ctx, gpuplan_snapshot *s) {
+  amap freed_later;
+  lseg *live = NULL;
+  unsigned *born = NULL; /* per segment_alloc event: its pool */
+  size_t i, n = 0, cap = s->start.n + 16;
+  unsigned char last = 0;
+  int rc = GPUPLAN_OK, freed = 0;
+  if (s->expandable_trace || !s->nev) return GPUPLAN_OK;
+  memset(&freed_later, 0, sizeof freed_later);
+  if (!(s->ev_pool = gpuplan__calloc(ctx, s->nev, 1)) || !(born = gpuplan__calloc(ctx, s->nev, sizeof *born)) ||
+      !(live = gpuplan__malloc(ctx, cap * sizeof *live))) {
+    rc = gpuplan__nomem(ctx);
+    goto out;
+  }
+  /* Backwards: a segment_alloc no segment_free at its address follows is
+   * the lifetime the file's segments show. */
+  for (i = s->nev; i-- > 0;) {
+    const gpuplan_alloc_event *e = &s->ev[i];
+    if (e->action == GPUPLAN_ACT_SEGMENT_FREE) {
+      if ((rc = amap_put(ctx, &freed_later, e->addr ? e->addr : 1, 1))) goto out;
+    } else if (e->action == GPUPLAN_ACT_SEGMENT_ALLOC) {
+      if (!amap_take(&freed_later, e->addr ? e->addr : 1)) {
+        size_t lo = 0, hi = s->nsegs;
+        while (lo < hi) { /* s->segs is sorted by address */
+          size_t mid = lo + (hi - lo) / 2;
+          if (s->segs[mid].addr < e->addr) lo = mid + 1;
+          else hi = mid;
+        }
+        if (lo < s->nsegs && s->segs[lo].addr == e->addr) born[i] = s->segs[lo].pool;
+      }
+    }
+  }
+  /* Forwards: the segments alive, from the start state's. */
+  for (i = 0; i < s->start.n; i++) {
+    live[n].addr = s->start.v[i]->addr;
+    live[n].size = s->start.v[i]->size;
+    live[n].pool = s->start.v[i]->pool;
+    n++;
+  }
+  for (i = 0; i < s->nev; i++) {
+    const gpuplan_alloc_event *e = &s->ev[i];
+    size_t at = lseg_upper(live, n, e->addr);
+    switch (e->action) {
+    case GPUPLAN_ACT_SEGMENT_ALLOC:
+      if (n == cap) {
+        lseg *nl = gpuplan__realloc(ctx, live, 2 * cap * sizeof *nl);
+        if (!nl) {
+          rc = gpuplan__nomem(ctx);
+          goto out;
+        }
+        live = nl;
+        cap *= 2;
+      }
+      memmove(live + at + 1, live + at, (n - at) * sizeof *live);
+      live[at].addr = e->addr;
+      live[at].size = e->size;
+      live[at].pool = born[i];
+      n++;
+      break;
+    case GPUPLAN_ACT_SEGMENT_FREE:
+      if (at > 0 && live[at - 1].addr == e->addr) {
+        memmove(live + at - 1, live + at, (n - at) * sizeof *live);
+        n--;
+      }
+      freed = 1;
+      break;
+    case GPUPLAN_ACT_ALLOC:
+      last = at > 0 && e->addr < live[at - 1].addr + live[at - 1].size ? (unsigned char)live[at - 1].pool : 0;
+      s->ev_pool[i] = last;
+      freed = 0;
+      break;
+    case GPUPLAN_ACT_OOM:
+      /* The request went where the allocation before it went.  Made in a
+       * private pool with no cudaFree before the OOM, it ran out during a
+       * CUDA graph capture, whose OOM path does not empty the cache (R36);
+       * a MemPool's would have (whatever it could free, it did). */
+      s->ev_pool[i] = (unsigned char)(last | (last && !freed ? POOL_CAPTURING : 0));
+      break;
+    default:
+      break;
+    }
+  }
+out:
+  gpuplan__free(ctx, freed_later.k);
+  gpuplan__free(ctx, freed_later.v);
+  gpuplan__free(ctx, live);
+  gpuplan__free(ctx, born);
+  return rc;
+}
+
+/* Route allocations to the pool the trace made event i in (route_pools):
+ * *cur the pool in force (0: default). */
+static int route(gpuplan_cachealloc *a, const gpuplan_snapshot *s, size_t i, unsigned *cur) {
+  unsigned want = s->ev_pool ? s->ev_pool[i] & ~(unsigned)POOL_CAPTURING : 0;
+  int rc;
+  if (!s->ev_pool) return GPUPLAN_OK;
+  gpuplan__cachealloc_capturing(a, (s->ev_pool[i] & POOL_CAPTURING) != 0);
+  if (want == *cur) return GPUPLAN_OK;
+  if (*cur && (rc = gpuplan_cachealloc_end_pool(a))) return rc;
+  *cur = 0;
+  if (want && (rc = gpuplan_cachealloc_begin_pool(a, want))) return rc;
+  *cur = want;
+  return GPUPLAN_OK;
+}
+
 /* --- replay ------------------------------------------------------------------- */
 
 /* layout_at_peak: the allocator's layout now, into l (pending: the
@@ -1742,6 +1891,7 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
   gpuplan_cachealloc *a = NULL;
   amap requested; /* addresses freed by free_requested, awaiting free_completed */
   size_t i;
+  unsigned pool = 0; /* the private pool allocations are routed to (route) */
   int rc;
   memset(&requested, 0, sizeof requested);
   memset(&d, 0, sizeof d);
@@ -1818,6 +1968,7 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
         if (r->diverged_at != SIZE_MAX) break;
       }
       d.device_free = e->device_free;
+      if ((rc = route(a, s, i, &pool))) goto out;
       rc = gpuplan_cachealloc_malloc(a, e->size, e->stream, &addr);
       if (rc == GPUPLAN_ENOMEM) goto out;
       if (e->action == GPUPLAN_ACT_OOM) {
@@ -1912,6 +2063,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
   amap m, requested;
   size_t i;
   uint64_t top = 0, capacity = o->capacity ? o->capacity : (1ull << 56);
+  unsigned pool = 0; /* the private pool allocations are routed to (route) */
   int rc;
   memset(&m, 0, sizeof m);
   memset(&requested, 0, sizeof requested);
@@ -1974,6 +2126,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
       break;
     case GPUPLAN_ACT_ALLOC:
     case GPUPLAN_ACT_OOM:
+      if ((rc = route(a, s, i, &pool))) goto out;
       rc = gpuplan_cachealloc_malloc(a, e->size, e->stream, &addr);
       if (rc == GPUPLAN_EOOM) {
         r->oom_event = i;

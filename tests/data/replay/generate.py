@@ -241,7 +241,8 @@ write("expandable-midrun-hole.pickle", xsnap(expandable_final(), expandable_trac
 # A private pool (segment_pool_id (1, 0): a MemPool's): its free 20 MiB
 # segment must not serve the default pool's 5 MiB allocation, which went to
 # a new segment at S1.  The trace does not say which pool an allocation was
-# made in, so from event 1 the replay reports its events unchecked.
+# made in, but the segment it lies in does: S1, allocated by the trace and
+# alive at the end, is the default pool's, so the replay is exact.
 pooled = seg(S0, [(20 * MiB, 0, False)])
 pooled["segment_pool_id"] = (1, 0)
 dflt = seg(S1, [(5 * MiB, 5 * MiB, True), (15 * MiB, 0, False)])
@@ -249,3 +250,18 @@ dflt["segment_pool_id"] = (0, 0)
 write("private-pool.pickle", {"segments": [pooled, dflt],
                               "device_traces": [[ev("segment_alloc", S1, 20 * MiB), ev("alloc", S1, 5 * MiB)]],
                               "allocator_settings": SETTINGS, "external_annotations": []})
+
+# The same pool at S0, a free default segment at S1, and a released
+# MemPool's segment at S2 that the trace allocates, uses and frees: its
+# pool is shown nowhere (the file's segments are the end's), so the 5 MiB
+# allocation in it is taken as the default pool's, which the free block at
+# S1 would serve.  The trace put it at S2: from event 1 the placement
+# depends on the pool, and the replay reports the events unchecked.
+S2 = 0x7F0004000000
+dfree = seg(S1, [(20 * MiB, 0, False)])
+dfree["segment_pool_id"] = (0, 0)
+write("private-pool-freed.pickle", {
+    "segments": [pooled, dfree],
+    "device_traces": [[ev("segment_alloc", S2, 20 * MiB), ev("alloc", S2, 5 * MiB)] + free(S2, 5 * MiB) +
+                      [ev("segment_free", S2, 20 * MiB)]],
+    "allocator_settings": SETTINGS, "external_annotations": []})
