@@ -48,17 +48,21 @@ static void F(mfix *f, uint64_t addr) { assert_int_equal(gpuplan_cachealloc_rele
 #define RES(f) ((uint64_t)gpuplan_cachealloc_stats((f)->a)->reserved_bytes[GPUPLAN_POOL_ALL].current)
 #define NSEG(f) gpuplan_cachealloc_segment_count((f)->a)
 
-/* The pool of the segment holding addr. */
-static uint64_t pool_at(mfix *f, uint64_t addr) {
-  size_t i, n = NSEG(f);
+/* The segment of a holding addr. */
+static gpuplan_segment_info seg_at(gpuplan_cachealloc *a, uint64_t addr) {
+  size_t i, n = gpuplan_cachealloc_segment_count(a);
+  gpuplan_segment_info s;
   for (i = 0; i < n; i++) {
-    gpuplan_segment_info s;
-    assert_int_equal(gpuplan_cachealloc_segment(f->a, i, &s, NULL, 0), GPUPLAN_OK);
-    if (addr >= s.addr && addr < s.addr + s.total_size) return s.pool_id;
+    assert_int_equal(gpuplan_cachealloc_segment(a, i, &s, NULL, 0), GPUPLAN_OK);
+    if (addr >= s.addr && addr < s.addr + s.total_size) return s;
   }
   fail_msg("no segment holds 0x%llx", (unsigned long long)addr);
-  return 0;
+  memset(&s, 0, sizeof s);
+  return s;
 }
+
+/* The pool of the segment holding addr. */
+static uint64_t pool_at(mfix *f, uint64_t addr) { return seg_at(f->a, addr).pool_id; }
 
 /* (1)-(3): a pool's block is reused only inside the pool; empty_cache keeps
  * the pool's segment while it is in use, frees it once released. */
@@ -134,19 +138,6 @@ static gpuplan_cachealloc *new_under(mfix *f, const char *conf, gpuplan_torch_ve
   assert_int_equal(gpuplan_alloc_conf_parse(f->ctx, conf, torch, &c), GPUPLAN_OK);
   assert_int_equal(gpuplan_cachealloc_new(f->ctx, &c, capacity, NULL, &a), GPUPLAN_OK);
   return a;
-}
-
-/* The segment of a holding addr. */
-static gpuplan_segment_info seg_at(gpuplan_cachealloc *a, uint64_t addr) {
-  size_t i, n = gpuplan_cachealloc_segment_count(a);
-  gpuplan_segment_info s;
-  for (i = 0; i < n; i++) {
-    assert_int_equal(gpuplan_cachealloc_segment(a, i, &s, NULL, 0), GPUPLAN_OK);
-    if (addr >= s.addr && addr < s.addr + s.total_size) return s;
-  }
-  fail_msg("no segment holds 0x%llx", (unsigned long long)addr);
-  memset(&s, 0, sizeof s);
-  return s;
 }
 
 /* R34: with expandable_segments, a private pool's 1 MiB block lives in a

@@ -222,6 +222,11 @@ static int truncated(loader *l) {
 
 /* --- the window (gpuplan__pickle_load_reader) ------------------------------ */
 
+#define WINDOW ((size_t)256 << 10)      /* the window's starting size */
+#define WINDOW_AHEAD ((size_t)64 << 10) /* bytes kept ahead of the opcode being run */
+#define MEMO_FIRST_MAX ((size_t)1 << 22)  /* the most memo entries sized from the input */
+#define STORE_FIRST_MAX ((size_t)64 << 20) /* the most bytes of store sized from the input */
+
 static int fill_slow(loader *l, uint64_t need);
 
 /* Make need bytes from pos on readable, or all the input has left. */
@@ -403,10 +408,6 @@ static int pop_mark(loader *l, size_t *k) {
  * last, so that a load makes a handful of allocations, and an allocator
  * that keeps what it was given back (glibc's dynamic thresholds) serves
  * the next load from memory it already has instead of new pages. */
-#define WINDOW ((size_t)256 << 10)      /* the window's starting size */
-#define WINDOW_AHEAD ((size_t)64 << 10) /* bytes kept ahead of the opcode being run */
-#define MEMO_FIRST_MAX ((size_t)1 << 22)  /* the most memo entries sized from the input */
-#define STORE_FIRST_MAX ((size_t)64 << 20) /* the most bytes of store sized from the input */
 
 #define LALIGN 8
 #define REGION_MIN ((size_t)16384)

@@ -1672,12 +1672,11 @@ out:
   return rc;
 }
 
-/* Route allocations to the pool the trace made event i in (route_pools):
- * *cur the pool in force (0: default). */
+/* Route allocations to the pool the trace made event i in (route_pools;
+ * s->ev_pool set): *cur the pool in force (0: default). */
 static int route(gpuplan_cachealloc *a, const gpuplan_snapshot *s, size_t i, unsigned *cur) {
-  unsigned want = s->ev_pool ? s->ev_pool[i] & ~(unsigned)POOL_CAPTURING : 0;
+  unsigned want = s->ev_pool[i] & ~(unsigned)POOL_CAPTURING;
   int rc;
-  if (!s->ev_pool) return GPUPLAN_OK;
   gpuplan__cachealloc_capturing(a, (s->ev_pool[i] & POOL_CAPTURING) != 0);
   if (want == *cur) return GPUPLAN_OK;
   if (*cur && (rc = gpuplan_cachealloc_end_pool(a))) return rc;
@@ -1968,7 +1967,7 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
         if (r->diverged_at != SIZE_MAX) break;
       }
       d.device_free = e->device_free;
-      if ((rc = route(a, s, i, &pool))) goto out;
+      if (s->ev_pool && (rc = route(a, s, i, &pool))) goto out;
       rc = gpuplan_cachealloc_malloc(a, e->size, e->stream, &addr);
       if (rc == GPUPLAN_ENOMEM) goto out;
       if (e->action == GPUPLAN_ACT_OOM) {
@@ -2126,7 +2125,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
       break;
     case GPUPLAN_ACT_ALLOC:
     case GPUPLAN_ACT_OOM:
-      if ((rc = route(a, s, i, &pool))) goto out;
+      if (s->ev_pool && (rc = route(a, s, i, &pool))) goto out;
       rc = gpuplan_cachealloc_malloc(a, e->size, e->stream, &addr);
       if (rc == GPUPLAN_EOOM) {
         r->oom_event = i;
