@@ -692,21 +692,26 @@ static int mem_read(void *ud, gpuplan_ctx *ctx, uint64_t off, void *dst, size_t 
  * loader's own (256 KiB, 64 KiB, the window). */
 static const size_t windows[][3] = {{1, 1, 1}, {7, 3, 2}, {64, 16, 5}, {0, 0, 0}};
 
+/* A reader of data[0..len) through m, with window w. */
+static void reader_for(gpuplan__pickle_reader *rd, mem_in *m, const void *data, size_t len, const size_t w[3]) {
+  m->data = data;
+  m->len = len;
+  m->max = w[2] ? w[2] : SIZE_MAX;
+  m->calls = 0;
+  memset(rd, 0, sizeof *rd);
+  rd->read = mem_read;
+  rd->ud = m;
+  rd->size = len;
+  rd->window = w[0];
+  rd->ahead = w[1];
+  rd->chunk = w[2];
+}
+
 /* load_skip through a reader with window w. */
 static void load_window(loaded *L, const void *data, size_t len, const char *const *skip, const size_t w[3]) {
   gpuplan__pickle_reader rd;
   mem_in m;
-  m.data = data;
-  m.len = len;
-  m.max = w[2] ? w[2] : SIZE_MAX;
-  m.calls = 0;
-  memset(&rd, 0, sizeof rd);
-  rd.read = mem_read;
-  rd.ud = &m;
-  rd.size = len;
-  rd.window = w[0];
-  rd.ahead = w[1];
-  rd.chunk = w[2];
+  reader_for(&rd, &m, data, len, w);
   counting_init(&L->c);
   L->ctx = counting_ctx(&L->c);
   L->root = (const gpuplan__pv *)&L->c; /* must be reset */
@@ -1614,14 +1619,8 @@ static void oom_sweep_window(const void *data, size_t len, int persistent, const
   for (n = 0;; n++) {
     loaded L;
     gpuplan__pickle_reader rd;
-    mem_in m = {data, len, w[2] ? w[2] : SIZE_MAX, 0};
-    memset(&rd, 0, sizeof rd);
-    rd.read = mem_read;
-    rd.ud = &m;
-    rd.size = len;
-    rd.window = w[0];
-    rd.ahead = w[1];
-    rd.chunk = w[2];
+    mem_in m;
+    reader_for(&rd, &m, data, len, w);
     counting_init(&L.c);
     L.ctx = counting_ctx(&L.c);
     L.c.calls = 0;
