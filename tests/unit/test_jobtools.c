@@ -276,6 +276,22 @@ static void test_jobtools__explain_oom(void **state) {
   assert_int_equal(ival(d, "tried_bytes"), 2ll << 30);
   assert_int_equal(ival(d, "format"), 2);
   gpuplan_doc_free(d);
+  /* 2.4 on (pytorch#124673): "allocated by PyTorch" includes the free
+   * blocks cached in private pools; the live tensors are the difference,
+   * 42.81 - 21.45 = 21.36 GiB, and the pools come first among the fixes. */
+  assert_int_equal(gpuplan_job_set(job, "message",
+                                   "CUDA out of memory. Tried to allocate 26.00 MiB. GPU 0 has a total capacity of "
+                                   "79.25 GiB of which 8.00 MiB is free. Of the allocated memory 42.81 GiB is "
+                                   "allocated by PyTorch, with 21.45 GiB allocated in private pools (e.g., CUDA "
+                                   "Graphs), and 36.68 GiB is reserved by PyTorch but unallocated."),
+                   GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  assert_true(ival(d, "private_pools_bytes") > (int64_t)(21.44 * 1073741824.0) &&
+              ival(d, "private_pools_bytes") < (int64_t)(21.46 * 1073741824.0));
+  assert_non_null(strstr(sval(d, "explanation"), "PyTorch held 21.36 GiB in live tensors, 21.45 GiB cached in private pools"));
+  assert_non_null(strstr(sval(d, "explanation"), "1. torch.cuda.empty_cache() between the warm-up and the capture"));
+  assert_non_null(strstr(sval(d, "explanation"), "the retry does not empty the cache while a capture is underway"));
+  gpuplan_doc_free(d);
   gpuplan_job_reset(job);
   assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_EINVAL);
   assert_non_null(strstr(gpuplan_errmsg(f->ctx), "message"));

@@ -265,9 +265,22 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
     gpuplan__buf_printf(&b, "  %d. estimate the job: gpuplan plan MODEL --gpu SKU says whether it fits at all\n",
                         n++);
   } else {
-    gpuplan__buf_printf(&b, "The allocator asked the driver for a %s segment; the card (%s) had %s free. "
-                            "PyTorch held %s in live tensors and %s cached but unusable for this request",
-                        A, T, F, P, U);
+    if (o->private_pools && o->private_pools <= o->allocated) {
+      /* 2.4 on (R35): "allocated by PyTorch" counts the free blocks
+       * cached in private pools, which no tensor holds. */
+      char L[32], Q[32];
+      gpuplan_format_size(o->allocated - o->private_pools, L, sizeof L);
+      gpuplan_format_size(o->private_pools, Q, sizeof Q);
+      gpuplan__buf_printf(&b, "The allocator asked the driver for a %s segment; the card (%s) had %s free. "
+                              "PyTorch held %s in live tensors, %s cached in private pools (CUDA graphs, "
+                              "torch.cuda.MemPool: kept for their replays, so neither the OOM retry nor "
+                              "empty_cache() can return it while they live) and %s cached but unusable for "
+                              "this request", A, T, F, L, Q, U);
+    } else {
+      gpuplan__buf_printf(&b, "The allocator asked the driver for a %s segment; the card (%s) had %s free. "
+                              "PyTorch held %s in live tensors and %s cached but unusable for this request",
+                          A, T, F, P, U);
+    }
     if (o->process)
       gpuplan__buf_printf(&b, "; outside its allocator this process used %s (CUDA context, NCCL, cuBLAS, other "
                               "libraries)", N);
@@ -276,6 +289,26 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
                               "other processes)", N);
     if (o->nprocs) gpuplan__buf_printf(&b, "; %d other process(es) held %s", o->nprocs, X);
     gpuplan__buf_puts(&b, ".\n\n");
+  }
+  if (!o->cuda_error && !o->partial && o->private_pools && o->private_pools * 10 >= o->tried) {
+    /* A pool whose cached memory alone would go far toward the request:
+     * what the graphs keep is the first thing to look at. */
+    char Q[32];
+    gpuplan_format_size(o->private_pools, Q, sizeof Q);
+    gpuplan__buf_printf(&b, "The private pools' %s is memory a capture used and keeps (cached, not in tensors): "
+                            "a CUDA graph reserves its high-water mark away from the default pools for as long "
+                            "as it lives.", Q);
+    if (o->unallocated >= o->tried)
+      gpuplan__buf_printf(&b, " If this OOM came during a capture, the %s reserved but unallocated need not be "
+                              "fragments: the retry does not empty the cache while a capture is underway, so "
+                              "whole segments the warm-up left cached stay, and the capture cannot use them.", U);
+    gpuplan__buf_puts(&b, "\nFirst:\n");
+    gpuplan__buf_printf(&b, "  %d. torch.cuda.empty_cache() between the warm-up and the capture, so the capture "
+                            "reuses the warm-up's cached memory (gpuplan simulate --cuda-graph "
+                            "--empty-cache-before-capture shows the difference)\n", n++);
+    gpuplan__buf_printf(&b, "  %d. capture several graphs into one pool (torch.cuda.graph(g, pool=first.pool()), "
+                            "torch.compile's CUDA graph trees do) instead of one pool each; delete graphs no "
+                            "longer replayed, then torch.cuda.empty_cache()\n", n++);
   }
   switch (v) {
   case GPUPLAN_OOM_UNKNOWN:
