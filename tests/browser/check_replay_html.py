@@ -4,7 +4,9 @@
     check_replay_html.py GPUPLAN TRACES_DIR TMP_DIR
 
 For a small exact replay, a bigger one (a trace that starts mid-run), a
-what-if that runs out of memory and a file whose name is markup, it writes
+what-if that runs out of memory, a file whose name is markup and
+gpuplan's own snapshot of a CUDA graph capture that runs out of memory
+(its private pool's segments named as such), it writes
 the page, loads it in headless chromium (--dump-dom) and checks that
 
   - the script drew it: <body data-rendered="1">, the timeline's SVG with
@@ -109,7 +111,7 @@ def console_problems(stderr, page):
     return bad
 
 
-def check_case(exe, gpuplan, tmp, name, snapshot, args, expect_oom=False, markup_name=False):
+def check_case(exe, gpuplan, tmp, name, snapshot, args, expect_oom=False, markup_name=False, expect_text=None):
     out = os.path.join(tmp, name + ".html")
     if os.path.exists(out):
         os.unlink(out)
@@ -178,6 +180,8 @@ def check_case(exe, gpuplan, tmp, name, snapshot, args, expect_oom=False, markup
         if snapshot not in p.stdout.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").replace(
                 "&quot;", '"').replace("&#39;", "'"):
             fail("%s: the file name is not shown as text" % name)
+    if expect_text and expect_text not in p.stdout.replace("&#39;", "'"):
+        fail("%s: the rendered page has no %r" % (name, expect_text))
     print("ok %-22s %s; %d map(s), %s blocks; %d bytes" % (name, label, maps, d.segmap_rects, len(source)))
     return out
 
@@ -219,6 +223,14 @@ def main():
     odd = os.path.join(tmp, "<b id=\"inj\">x&amp;'<i>.pickle")
     shutil.copyfile(small, odd)
     check_case(exe, gpuplan, tmp, "markup-name", odd, [], markup_name=True)
+    # gpuplan's own snapshot of a CUDA graph capture that runs out of memory
+    # (GPT-2 at micro-batch 8 on a T4): exact, the OOM inside the capture,
+    # the graph's segments drawn as its private pool's.
+    graph = os.path.join(tmp, "graph-capture.pickle")
+    run([gpuplan, "simulate", "gpt-2", "--gpu", "t4", "--micro-batch", "8", "--steps", "2", "--cuda-graph",
+         "--snapshot", graph])
+    check_case(exe, gpuplan, tmp, "cuda-graph-capture", graph, [], expect_oom=True,
+               expect_text="blocks of private pool 1 (a CUDA graph's or a MemPool's)")
     screenshot(exe, tmp, page)
     return 0
 

@@ -131,6 +131,7 @@ typedef struct hblk {
 typedef struct hseg {
   uint64_t addr, size, stream;
   int small, expandable; /* expandable: a mapped range of an expandable segment */
+  uint64_t pool;         /* the allocator's layout only: a private pool's (1 + its index), 0 default */
   hblk *b;
   size_t n, cap;
 } hseg;
@@ -478,6 +479,7 @@ static int map_from_layout(hmap *lm, const gpuplan__replay_layout *l, const gpup
     if (!g) continue;
     g->stream = ls->stream;
     g->expandable = ls->expandable;
+    g->pool = ls->pool;
     for (k = 0; k < ls->n; k++) {
       const gpuplan__layout_block *lb = &l->blocks[ls->first + k];
       hblk b = free_blk(lb->addr, lb->size);
@@ -778,10 +780,10 @@ static void put_map(gpuplan__buf *b, const hmap *m, const hfile *hf, const char 
       else if (g->b[k].pending) live++; /* still active: the segment is not free */
     }
     gpuplan__buf_printf(b, "%s{\"addr\":\"0x%llx\",\"size\":%llu,\"stream\":%llu,\"small\":%s,\"expandable\":%s,"
-                           "\"allocated\":%llu,\"live\":%zu,\"blocks\":[",
+                           "\"pool\":%llu,\"allocated\":%llu,\"live\":%zu,\"blocks\":[",
                         nout++ ? "," : "", (unsigned long long)g->addr, (unsigned long long)g->size,
                         (unsigned long long)g->stream, g->small ? "true" : "false", g->expandable ? "true" : "false",
-                        (unsigned long long)galloc, live);
+                        (unsigned long long)g->pool, (unsigned long long)galloc, live);
     for (k = 0; k < g->n; k++) {
       const hblk *x = &g->b[k];
       int st = x->allocated ? ST_ALLOCATED : x->pending ? ST_PENDING : live ? ST_INACTIVE : ST_FREE;
@@ -1022,7 +1024,7 @@ static const char js[] =
     "      var y = 4 + i * (rh + gap);\n"
     "      var t = text(svg, 0, y + rh - 3, s.addr + '  ' + fmt(s.size), 'seglabel');\n"
     "      el('title', {}, t).textContent = (s.expandable ? 'mapped range ' : 'segment ') + s.addr + ': ' + fmt(s.size) +\n"
-    "          ', ' + (s.small ? 'small' : 'large') + ' pool, stream ' + s.stream + ', ' + s.blocks.length + ' blocks, ' + s.live + ' allocated (' + fmt(s.allocated) + ')';\n"
+    "          ', ' + (s.small ? 'small' : 'large') + (s.pool ? ' blocks of private pool ' + s.pool + ' (a CUDA graph\\'s or a MemPool\\'s)' : ' pool') + ', stream ' + s.stream + ', ' + s.blocks.length + ' blocks, ' + s.live + ' allocated (' + fmt(s.allocated) + ')';\n"
     "      s.blocks.forEach(function (b) {\n"
     "        var r = el('rect', {x: lab + b[0] / s.size * bw, y: y, width: Math.max(b[1] / s.size * bw, 0.6), height: rh,\n"
     "                            'class': 'b' + b[2]}, svg);\n"

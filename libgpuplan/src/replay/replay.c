@@ -1714,6 +1714,7 @@ static int layout_capture(gpuplan_ctx *ctx, gpuplan_cachealloc *a, const amap *p
     g->stream = segs[i].stream;
     g->small = !segs[i].large;
     g->expandable = segs[i].expandable;
+    g->pool = segs[i].pool_id;
     g->first = nb;
     g->n = segs[i].nblocks;
     for (k = 0; k < segs[i].nblocks; k++, nb++) {

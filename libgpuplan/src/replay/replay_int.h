@@ -22,6 +22,7 @@ typedef struct gpuplan__layout_seg {
   uint64_t addr, size, stream;
   int small;      /* the small pool's (else the large pool's) */
   int expandable; /* a mapped range of an expandable segment */
+  uint64_t pool;   /* a private pool's (1 + its index among the file's), or 0: the default pools */
   size_t first, n; /* its blocks: blocks[first, first + n) */
 } gpuplan__layout_seg;
 typedef struct gpuplan__replay_layout {
