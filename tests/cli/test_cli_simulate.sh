@@ -62,5 +62,15 @@ check "no graph unasked" 0 '"graph_pool_reserved_bytes": 0' -- "$gp" $sim --json
 check "empty cache needs a graph" 2 "empty_cache_before_capture (--empty-cache-before-capture): needs cuda_graph" -- "$gp" $sim --empty-cache-before-capture
 check "graph needs a warm-up" 2 "cuda_graph: needs steps >= 2" -- "$gp" $sim --cuda-graph
 
+# Its snapshot replays exactly; recorded under 2.4's rules with expandable
+# segments (private pools get cudaMalloc segments before 2.5, R34) it
+# replays exactly under 2.4 and says so under a later release.
+gs="simulate gpt-2 --gpu t4 --micro-batch 8 --steps 2 --cuda-graph --snapshot $tmp/graph.pickle"
+"$gp" $gs > /dev/null
+check "graph snapshot replays exactly" 0 "^exact match: " -- "$gp" replay "$tmp/graph.pickle"
+"$gp" $gs --alloc-conf expandable_segments:True --torch 2.4 > /dev/null
+check "2.4 graph snapshot under 2.4" 0 "^exact match: " -- "$gp" replay "$tmp/graph.pickle" --torch 2.4
+check "2.4 graph snapshot under main" 0 "recorded with torch 2.4 or earlier, and the replay follows main after 2.10's rules; replay it with --torch 2.4" -- "$gp" replay "$tmp/graph.pickle"
+
 echo "$pass passed, $fails failed"
 [ "$fails" = 0 ]

@@ -141,12 +141,16 @@ static void test_simulate__expandable_segments_and_errors(void **state) {
   assert_int_equal(gpuplan_simulate(f->ctx, m, g, &o, &so, &a), GPUPLAN_EINVAL);
 }
 
-/* The snapshot a simulation wrote replays exactly, with its figures. */
-static void replays_exactly(fixture *f, const char *path, const gpuplan_simulate_result *r) {
+/* The snapshot a simulation wrote replays exactly under release torch,
+ * with its figures. */
+static void replays_exactly_under(fixture *f, const char *path, const gpuplan_simulate_result *r,
+                                  gpuplan_torch_version torch) {
   gpuplan_snapshot *s = NULL;
   gpuplan_replay_result rr;
+  gpuplan_replay_options o = GPUPLAN_REPLAY_OPTIONS_INIT;
+  o.torch = torch;
   assert_int_equal(gpuplan_snapshot_load(f->ctx, path, 0, &s), GPUPLAN_OK);
-  assert_int_equal(gpuplan_snapshot_replay(f->ctx, s, NULL, &rr), GPUPLAN_OK);
+  assert_int_equal(gpuplan_snapshot_replay(f->ctx, s, &o, &rr), GPUPLAN_OK);
   if (!rr.exact) fprintf(stderr, "%s: diverges at %zu: %s\n", path, rr.diverged_at, rr.divergence);
   assert_true(rr.exact);
   assert_false(rr.rebuilt_start);
@@ -156,6 +160,10 @@ static void replays_exactly(fixture *f, const char *path, const gpuplan_simulate
   assert_int_equal(rr.peak_reserved, r->peak_reserved);
   gpuplan_snapshot_free(s);
   remove(path);
+}
+
+static void replays_exactly(fixture *f, const char *path, const gpuplan_simulate_result *r) {
+  replays_exactly_under(f, path, r, GPUPLAN_TORCH_LATEST);
 }
 
 /* CUDA graphs (R33, R36; PyTorch's Note [Interaction with CUDA graph
@@ -201,6 +209,18 @@ static void test_simulate__cuda_graph_capture(void **state) {
   so.empty_cache_before_capture = 1;
   sim(f, "gpt-2-xl", "a100-80gb", &o, &so, &ge);
   replays_exactly(f, path, &ge);
+  /* With expandable segments: the graph's pool is expandable from 2.5 and
+   * made of cudaMalloc segments before (R34); each file replays exactly
+   * under the rules of the release that wrote it. */
+  so.alloc_conf = "expandable_segments:True";
+  so.torch = GPUPLAN_TORCH_LATEST;
+  sim(f, "gpt-2-xl", "a100-80gb", &o, &so, &ge);
+  replays_exactly_under(f, path, &ge, GPUPLAN_TORCH_LATEST);
+  so.torch = GPUPLAN_TORCH_V2_4;
+  sim(f, "gpt-2-xl", "a100-80gb", &o, &so, &ge);
+  replays_exactly_under(f, path, &ge, GPUPLAN_TORCH_V2_4);
+  so.alloc_conf = NULL;
+  so.torch = GPUPLAN_TORCH_LATEST;
   so.snapshot_path = NULL;
   assert_false(ge.oom);
   assert_int_equal(ge.steps_done, 3);

@@ -122,6 +122,9 @@ static gpuplan__blk *find_expandable_block(gpuplan_cachealloc *a, uint64_t strea
   if (va < size) va = (size + page - 1) / page * page;
   chosen = a->va.reserve && a->va.reserve(a->va.payload, (size + page - 1) / page * page, page, stream, small,
                                           &base, &vsize) == GPUPLAN_OK;
+  /* A device that chooses addresses (exact replay) and refuses: no memory
+   * now, as a failed map would be (the OOM path may release some first). */
+  if (a->va.reserve && !chosen) return NULL;
   if (chosen) va = vsize;
   if ((*rc = gpuplan__spare_reserve(a, 1)) || (*rc = gpuplan__pool_reserve(a, p, 0, 1))) return NULL;
   if (!(s = gpuplan__calloc(a->ctx, 1, sizeof *s))) {

@@ -57,6 +57,7 @@ struct gpuplan_snapshot {
   /* Per trace event (allocs and OOMs): the private pool it was made in, as
    * far as the file shows it (route_pools); NULL when the file has none. */
   unsigned char *ev_pool;
+  size_t private_cudamalloc; /* private pools' segments that are not expandable */
   /* The state the trace starts from, rebuilt once at load (no block sizes
    * learnt yet): every replay starts there.  start_diverged: where the
    * file contradicts itself while rebuilding (SIZE_MAX: nowhere). */
@@ -379,6 +380,7 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
           s->facts.pools++;
         }
         if (k < GPUPLAN__MAX_POOLS_SEEN) r->pool = (unsigned)k + 1;
+        if (!r->expandable) s->private_cudamalloc++;
       }
     }
     GPUPLAN_TRY(value_u64(ctx, v[SF_ADDRESS], "address", "segment", i, &r->addr));
@@ -1560,6 +1562,11 @@ typedef struct lseg {
   unsigned pool;
 } lseg;
 
+static int lseg_cmp(const void *x, const void *y) {
+  const lseg *a = x, *b = y;
+  return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
 static size_t lseg_upper(const lseg *v, size_t n, uint64_t addr) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
@@ -1580,22 +1587,44 @@ static size_t lseg_upper(const lseg *v, size_t n, uint64_t addr) {
  * the pool of the segment it lies in.  A segment freed within the trace
  * shows no pool: taken as the default pool's (a released MemPool's segment
  * is not told apart; what then diverges is reported unchecked, as for any
- * file with private pools).  Expandable traces are left to that too.
+ * file with private pools).
+ *
+ * Expandable segments have no lifetimes to follow (pages are mapped and
+ * unmapped inside a reservation, one per stream and pool, and reservations
+ * do not interleave): an allocation in no cudaMalloc segment is taken to
+ * be in the pool of the nearest mapped range at or below it that the file
+ * shows (the start's or the end's).  A guess, checked like every other
+ * placement: where it is wrong the replay diverges, and for a file with
+ * private pools that is reported unchecked, never as a figure.
  */
 static int route_pools(gpuplan_ctx *ctx, gpuplan_snapshot *s) {
   amap freed_later;
-  lseg *live = NULL;
+  lseg *live = NULL, *mapped = NULL; /* mapped: the expandable ranges the file shows, by address */
   unsigned *born = NULL; /* per segment_alloc event: its pool */
-  size_t i, n = 0, cap = s->start.n + 16;
+  size_t i, n = 0, nm = 0, cap = s->start.n + 16;
   unsigned char last = 0;
   int rc = GPUPLAN_OK, freed = 0;
-  if (s->expandable_trace || !s->nev) return GPUPLAN_OK;
+  if (!s->nev) return GPUPLAN_OK;
   memset(&freed_later, 0, sizeof freed_later);
   if (!(s->ev_pool = gpuplan__calloc(ctx, s->nev, 1)) || !(born = gpuplan__calloc(ctx, s->nev, sizeof *born)) ||
-      !(live = gpuplan__malloc(ctx, cap * sizeof *live))) {
+      !(live = gpuplan__malloc(ctx, cap * sizeof *live)) ||
+      !(mapped = gpuplan__malloc(ctx, (s->nsegs + s->start.n + 1) * sizeof *mapped))) {
     rc = gpuplan__nomem(ctx);
     goto out;
   }
+  for (i = 0; i < s->nsegs; i++)
+    if (s->segs[i].expandable) {
+      mapped[nm].addr = s->segs[i].addr;
+      mapped[nm].size = s->segs[i].size;
+      mapped[nm++].pool = s->segs[i].pool;
+    }
+  for (i = 0; i < s->start.n; i++)
+    if (s->start.v[i]->expandable) {
+      mapped[nm].addr = s->start.v[i]->addr;
+      mapped[nm].size = s->start.v[i]->size;
+      mapped[nm++].pool = s->start.v[i]->pool;
+    }
+  if (nm) qsort(mapped, nm, sizeof *mapped, lseg_cmp);
   /* Backwards: a segment_alloc no segment_free at its address follows is
    * the lifetime the file's segments show. */
   for (i = s->nev; i-- > 0;) {
@@ -1614,8 +1643,9 @@ static int route_pools(gpuplan_ctx *ctx, gpuplan_snapshot *s) {
       }
     }
   }
-  /* Forwards: the segments alive, from the start state's. */
+  /* Forwards: the cudaMalloc segments alive, from the start state's. */
   for (i = 0; i < s->start.n; i++) {
+    if (s->start.v[i]->expandable) continue;
     live[n].addr = s->start.v[i]->addr;
     live[n].size = s->start.v[i]->size;
     live[n].pool = s->start.v[i]->pool;
@@ -1649,9 +1679,17 @@ static int route_pools(gpuplan_ctx *ctx, gpuplan_snapshot *s) {
       freed = 1;
       break;
     case GPUPLAN_ACT_ALLOC:
-      last = at > 0 && e->addr < live[at - 1].addr + live[at - 1].size ? (unsigned char)live[at - 1].pool : 0;
+      if (at > 0 && e->addr < live[at - 1].addr + live[at - 1].size) {
+        last = (unsigned char)live[at - 1].pool;
+      } else {
+        size_t x = lseg_upper(mapped, nm, e->addr);
+        last = x > 0 ? (unsigned char)mapped[x - 1].pool : 0;
+      }
       s->ev_pool[i] = last;
       freed = 0;
+      break;
+    case GPUPLAN_ACT_SEGMENT_UNMAP:
+      freed = 1;
       break;
     case GPUPLAN_ACT_OOM:
       /* The request went where the allocation before it went.  Made in a
@@ -1668,6 +1706,7 @@ out:
   gpuplan__free(ctx, freed_later.k);
   gpuplan__free(ctx, freed_later.v);
   gpuplan__free(ctx, live);
+  gpuplan__free(ctx, mapped);
   gpuplan__free(ctx, born);
   return rc;
 }
@@ -1882,6 +1921,16 @@ static const char *pend_name(gpuplan_alloc_action a) {
                                          : "segment_unmap";
 }
 
+/* The file's settings under the release the replay was asked to follow
+ * (its rules: division 1, private pools' segments, the OOM text...); the
+ * settings themselves are the file's. */
+static void replay_rules(gpuplan_alloc_conf *conf, const gpuplan_replay_options *o) {
+  unsigned release = gpuplan__release_of(o->torch);
+  if (!release) return;
+  conf->torch = o->torch;
+  conf->release = release;
+}
+
 static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *st,
                      const gpuplan_replay_options *o, gpuplan_replay_result *r, gpuplan__replay_ext *x) {
   rdev d;
@@ -1905,6 +1954,7 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
   /* Maps in the trace: it was recorded with expandable segments, whatever
    * allocator_settings say (2.1-2.3 wrote none). */
   if (s->expandable_trace) conf.expandable_segments = 1;
+  replay_rules(&conf, o);
   rc = gpuplan_cachealloc_new(ctx, &conf, 0, &ops, &a);
   d.a = a;
   if (rc == GPUPLAN_OK) {
@@ -2068,7 +2118,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
   memset(&m, 0, sizeof m);
   memset(&requested, 0, sizeof requested);
   if (o->alloc_conf) rc = gpuplan_alloc_conf_parse(ctx, o->alloc_conf, o->torch, &conf);
-  else conf = s->conf, rc = GPUPLAN_OK;
+  else conf = s->conf, replay_rules(&conf, o), rc = GPUPLAN_OK;
   if (rc) return rc;
   rc = gpuplan_cachealloc_new(ctx, &conf, capacity, NULL, &a);
   if (rc) return rc;
@@ -2407,6 +2457,16 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
   memset(r, 0, sizeof *r);
   r->diverged_at = SIZE_MAX;
   r->oom_event = SIZE_MAX;
+  if (s->private_cudamalloc && s->conf.expandable_segments && gpuplan__release_of(o->torch) >= 205) {
+    /* R34: only a release before 2.5 gives private pools cudaMalloc
+     * segments under expandable_segments. */
+    char rel[32];
+    gpuplan__torch_release_name(gpuplan__release_of(o->torch), rel, sizeof rel);
+    warn(x, "the file's private pools have %zu cudaMalloc segment(s) under expandable_segments, as releases "
+            "before 2.5 made them (R34, pytorch#128068): it was recorded with torch 2.4 or earlier, and the "
+            "replay follows %s's rules; replay it with --torch 2.4 (or the release that recorded it)",
+         s->private_cudamalloc, rel);
+  }
   {
     overrides ov;
     int whatif = o->alloc_conf || o->capacity;
