@@ -784,6 +784,30 @@ static void test_replay__private_pool_routed_by_segment(void **state) {
   counting_done(&c, ctx);
 }
 
+/* A file the fuzzer made (tests/data/replay/inconsistent-trace.pickle: an
+ * 80 MiB allocation with no segment to hold it, frees of other sizes): the
+ * start it allows diverges, and the trace's own figures would put 87 MiB
+ * in 20 MiB of segments.  Reported as a divergence of a file that is not
+ * a consistent trace, not as "unchecked" with impossible peaks. */
+static void test_replay__inconsistent_trace_diverges(void **state) {
+  counting c;
+  gpuplan_ctx *ctx;
+  gpuplan_catalog *cat;
+  gpuplan_doc *d;
+  (void)state;
+  counting_init(&c);
+  ctx = counting_ctx(&c);
+  d = replay_doc(ctx, &cat, "inconsistent-trace.pickle", NULL);
+  assert_false(gpuplan_value_bool(dget(d, "exact")));
+  assert_int_equal(gpuplan_value_type_of(dget(d, "unchecked")), GPUPLAN_VALUE_NULL);
+  assert_int_equal(gpuplan_value_int(dget(d, "diverged_at")), 2);
+  assert_non_null(strstr(gpuplan_value_string(dget(d, "divergence"), NULL), "not a consistent trace"));
+  assert_true(gpuplan_value_int(dget(d, "peak_reserved_bytes")) >= gpuplan_value_int(dget(d, "peak_allocated_bytes")));
+  gpuplan_doc_free(d);
+  gpuplan_catalog_free(cat);
+  counting_done(&c, ctx);
+}
+
 /* Snapshots from PyTorch main may carry pinned host memory (host_segments,
  * host_traces; pytorch#182407): read without error and counted
  * (host_entries), not replayed.  And the html page draws the allocator's
@@ -920,6 +944,7 @@ int main(void) {
     cmocka_unit_test(test_replay__expandable_moved_alloc_diverges),
     cmocka_unit_test(test_replay__expandable_midrun),
     cmocka_unit_test(test_replay__private_pool_routed_by_segment),
+      cmocka_unit_test(test_replay__inconsistent_trace_diverges),
     cmocka_unit_test(test_replay__host_entries_and_exact_page_layout),
   };
   return cmocka_run_group_tests_name("replay", tests, NULL, NULL);

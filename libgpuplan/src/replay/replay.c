@@ -2337,11 +2337,43 @@ static int learn(const gpuplan_snapshot *s, const state *st, const gpuplan_repla
 /* Memory as the trace itself records it, from a start state: reserved
  * from its cudaMalloc/cudaFree (and maps), allocated from its allocations
  * (rounded requests) and frees. */
-static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *st, gpuplan_replay_result *r) {
+static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *st, gpuplan_replay_result *r,
+                         size_t *contradiction);
+
+/* A divergence the file leaves open (x->unchecked_* set): the figures
+ * become the trace's own.  Unless those contradict themselves (more bytes
+ * in blocks than in segments at some event): then the file is not a
+ * consistent trace, and the divergence stands, said so. */
+static int unchecked_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *cur, gpuplan_replay_result *r,
+                             gpuplan__replay_ext *x) {
+  gpuplan_replay_result kept = *r;
+  size_t at;
+  int rc;
+  r->diverged_at = SIZE_MAX;
+  r->divergence[0] = 0;
+  r->exact = 0;
+  if ((rc = trace_figures(ctx, s, cur, r, &at)) || at == SIZE_MAX) return rc;
+  *r = kept;
+  {
+    char d[sizeof r->divergence];
+    snprintf(d, sizeof d, "%.300s; and the trace's own figures contradict themselves at event %zu (more bytes "
+                          "allocated than its segments hold): the file is not a consistent trace",
+             kept.divergence, at);
+    memcpy(r->divergence, d, sizeof d);
+  }
+  r->exact = 0;
+  x->unchecked_from = x->unchecked_to = SIZE_MAX;
+  x->unchecked_why[0] = 0;
+  return GPUPLAN_OK;
+}
+
+static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *st, gpuplan_replay_result *r,
+                         size_t *contradiction) {
   amap live, requested;
   size_t i, j;
   int64_t alloc = 0, res = 0;
   int rc = GPUPLAN_OK;
+  *contradiction = SIZE_MAX;
   memset(&live, 0, sizeof live);
   memset(&requested, 0, sizeof requested);
   for (i = 0; i < st->n && !rc; i++) {
@@ -2377,6 +2409,7 @@ static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const stat
     case GPUPLAN_ACT_SEGMENT_UNMAP: res -= (int64_t)e->size; break;
     default: break;
     }
+    if (alloc > res && *contradiction == SIZE_MAX) *contradiction = i; /* more in blocks than in segments */
     if (alloc > (int64_t)r->peak_allocated) r->peak_allocated = (uint64_t)alloc;
     if (res > (int64_t)r->peak_reserved) {
       r->peak_reserved = (uint64_t)res;
@@ -2572,10 +2605,7 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
                  "block out whole when at most 1 MiB would be left), and event %zu (%.120s) lands where only "
                  "another choice puts it; the peaks are the trace's own (its cudaMallocs and allocations)",
                  n, r->diverged_at, r->divergence);
-        r->diverged_at = SIZE_MAX;
-        r->divergence[0] = 0;
-        r->exact = 0;
-        rc = trace_figures(ctx, s, cur, r);
+        rc = unchecked_figures(ctx, s, cur, r, x);
       } else if (rebuilt_expandable(cur, &in_seg) || s->facts.private_segments) {
         /* Not a divergence either: what the file leaves open decides. */
         x->unchecked_from = r->diverged_at;
@@ -2595,10 +2625,7 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
                    "entries do not say which pool an allocation was made in (torch 2.1-2.10 record none): from "
                    "event %zu (%.160s) the placement depends on it; the peaks are the trace's own",
                    s->facts.private_segments, s->facts.pools, r->diverged_at, r->divergence);
-        r->diverged_at = SIZE_MAX;
-        r->divergence[0] = 0;
-        r->exact = 0;
-        rc = trace_figures(ctx, s, cur, r);
+        rc = unchecked_figures(ctx, s, cur, r, x);
       }
     }
     if (rc == GPUPLAN_OK && ran && x->layout_at_peak && x->timeline)

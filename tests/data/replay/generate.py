@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Make the crafted snapshots of tests/data/replay/ that this script owns
 (the older ones, linear-grad-*.pickle and s8-recorded-oom.pickle, were made
-by hand and are kept as they are).  Deterministic: running it again gives
+by hand and are kept as they are; inconsistent-trace.pickle is an input
+libFuzzer's fuzz_snapshot made, kept as it found it).  Deterministic: running it again gives
 the same bytes.  Run from anywhere: python3 tests/data/replay/generate.py
 
 Each file is a torch.cuda.memory._dump_snapshot() dict (or, for torch 1.13,
