@@ -156,10 +156,12 @@ static inline size_t gpuplan__pool_lower_bound(const gpuplan__pool *p, uint64_t 
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     const gpuplan__blk *x = p->v[mid];
-    if (x->stream != stream ? x->stream < stream : x->size != size ? x->size < size : x->addr < addr)
-      lo = mid + 1;
-    else
-      hi = mid;
+    /* (stream, size, addr) < key, without branches: the search's
+     * direction is a coin toss the predictor cannot learn. */
+    int lt = (x->stream < stream) |
+             ((x->stream == stream) & ((x->size < size) | ((x->size == size) & (x->addr < addr))));
+    lo = lt ? mid + 1 : lo;
+    hi = lt ? hi : mid;
   }
   return lo;
 }

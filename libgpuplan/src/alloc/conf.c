@@ -135,13 +135,19 @@ void gpuplan__alloc_conf_copy(gpuplan_alloc_conf *dst, const gpuplan_alloc_conf 
 
 static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
+/* floor(log2(x)), -1 for 0: one instruction where the compiler has it
+ * (round_size runs it on every allocation). */
 static int ilog2(uint64_t x) {
+#if defined(__GNUC__) || defined(__clang__)
+  return x ? 63 - __builtin_clzll(x) : -1;
+#else
   int r = -1;
   while (x) {
     x >>= 1;
     r++;
   }
   return r;
+#endif
 }
 
 static const char *skip_ws(const char *p) {
