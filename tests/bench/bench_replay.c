@@ -8,8 +8,10 @@
  *   load + replay   gpuplan_snapshot_load() of the .pickle, then the exact
  *                   replay, then gpuplan_snapshot_free(); budget 3 M/s;
  *
- * and, for information, a what-if replay under expandable_segments and the
- * load alone in MB/s.  Each figure is the fastest of several repetitions
+ * and, for information, a what-if replay under expandable_segments, the
+ * load alone in MB/s, and the host memory a load holds at its peak as a
+ * multiple of the file's size (the loader reads a window of the file, not
+ * a copy of it).  Each figure is the fastest of several repetitions
  * (the median is printed beside it), so that a loaded machine shows its
  * quiet moments.  Prints rates and ratios to the budgets, and the slowest
  * trace of each; asserts nothing about time.
@@ -51,6 +53,48 @@ static double t_median(timing *t) {
 
 /* Whether another repetition is wanted: at least MIN_REPS, then until
  * TIME_PER_FIGURE seconds have passed. */
+/* A host allocator that keeps the peak of what is held. */
+typedef struct peak_count {
+  size_t cur, peak;
+} peak_count;
+
+static void *peak_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  peak_count *c = ud;
+  void *p;
+  if (nsize == 0) {
+    if (ptr) c->cur -= osize;
+    free(ptr);
+    return NULL;
+  }
+  if (!ptr) osize = 0;
+  p = realloc(ptr, nsize);
+  if (!p) return NULL;
+  c->cur += nsize - osize;
+  if (c->cur > c->peak) c->peak = c->cur;
+  return p;
+}
+
+/* The peak of host memory while loading path, in bytes (0: failed). */
+static size_t load_peak(const char *path) {
+  peak_count c = {0, 0};
+  gpuplan_ctx_options o = GPUPLAN_CTX_OPTIONS_INIT;
+  gpuplan_ctx *ctx;
+  gpuplan_snapshot *s;
+  size_t base;
+  o.allocator.fn = peak_alloc;
+  o.allocator.ud = &c;
+  if (gpuplan_ctx_new(&ctx, &o)) return 0;
+  base = c.cur;
+  c.peak = c.cur;
+  if (gpuplan_snapshot_load(ctx, path, 0, &s)) {
+    gpuplan_ctx_free(ctx);
+    return 0;
+  }
+  gpuplan_snapshot_free(s);
+  gpuplan_ctx_free(ctx);
+  return c.peak - base;
+}
+
 static int more(const timing *t, double started) {
   return t->n < MIN_REPS || (t->n < MAX_REPS && now() - started < TIME_PER_FIGURE);
 }
@@ -70,8 +114,8 @@ int main(int argc, char **argv) {
   printf("snapshot replay, events/s (fastest of >= %d runs; median in brackets)\n", MIN_REPS);
   printf("  budgets: exact replay %.0f M/s, load + replay %.0f M/s\n", REPLAY_BUDGET / 1e6,
          LOAD_REPLAY_BUDGET / 1e6);
-  printf("  %-28s %6s %6s  %-29s  %-29s  %8s  %s\n", "trace", "events", "MB", "exact replay M/s (x budget)",
-         "load+replay M/s (x budget)", "what-if", "load MB/s");
+  printf("  %-28s %6s %6s  %-29s  %-29s  %8s  %9s  %s\n", "trace", "events", "MB", "exact replay M/s (x budget)",
+         "load+replay M/s (x budget)", "what-if", "load MB/s", "peak/file");
   for (f = 0; f < sizeof files / sizeof files[0]; f++) {
     char path[1024];
     gpuplan_snapshot *s;
@@ -149,9 +193,9 @@ int main(int argc, char **argv) {
 
     if (rate < slow_rate) slow_rate = rate, slow_rate_file = files[f];
     if (lr < slow_lr) slow_lr = lr, slow_lr_file = files[f];
-    printf("  %-28s %6zu %6.2f  %6.2f (%6.2f) = %5.2fx      %6.2f (%6.2f) = %5.2fx      %6.2f M/s  %7.1f\n",
+    printf("  %-28s %6zu %6.2f  %6.2f (%6.2f) = %5.2fx      %6.2f (%6.2f) = %5.2fx      %6.2f M/s  %9.1f  %8.2fx\n",
            files[f], ev, (double)bytes / 1e6, rate / 1e6, rate_med / 1e6, rate / REPLAY_BUDGET, lr / 1e6,
-           lr_med / 1e6, lr / LOAD_REPLAY_BUDGET, wrate / 1e6, load);
+           lr_med / 1e6, lr / LOAD_REPLAY_BUDGET, wrate / 1e6, load, (double)load_peak(path) / (double)bytes);
   }
   if (slow_rate_file)
     printf("slowest exact replay: %s, %.2f M events/s = %.2fx the %.0f M/s budget\n", slow_rate_file,
