@@ -321,6 +321,9 @@ static void test_oom_alloc__commands(void **state) {
       "PyTorch but unallocated.",
       NULL},
      NULL},
+    /* a CUDA graph capture that runs out of memory: the private pool, the
+     * capture flag, the pool's figures */
+    {"simulate", {"model=gpt-2", "gpu=t4", "micro_batch=8", "steps=2", "cuda_graph=true", NULL}, NULL},
     {"catalog", {"subcommand=models", NULL}, NULL},
     {"catalog", {"subcommand=show", "name=H100 SXM", NULL}, NULL},
     {"catalog", {"subcommand=info", NULL}, NULL},

@@ -990,9 +990,13 @@ int gpuplan__mock_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const g
   dev.memory_bytes = options->gpu_total_bytes ? options->gpu_total_bytes : gpuplan_gpu_usable_bytes(gpu, NULL);
   gpu = &dev;
   resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes;
-  if ((rc = gpuplan_mock_new(ctx, &mock))) return gpuplan_seterror(ctx, rc, "simulate: out of memory");
+  if ((rc = gpuplan_mock_new(ctx, &mock))) return rc == GPUPLAN_ENOMEM ? gpuplan__nomem(ctx) : rc;
   rc = gpuplan_mock_add_device(mock, gpu->name, gpu->memory_bytes, resident, NULL);
   if (!rc && other_bytes) rc = gpuplan_mock_set_other_processes(mock, 0, other_bytes);
+  if (rc == GPUPLAN_ENOMEM) {
+    gpuplan_mock_free(mock);
+    return gpuplan__nomem(ctx);
+  }
   if (rc) {
     gpuplan_mock_free(mock);
     return gpuplan_seterror(ctx, rc, "other_procs: %llu bytes do not fit beside the %llu bytes of CUDA context "
