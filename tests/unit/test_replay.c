@@ -808,6 +808,55 @@ static void test_replay__inconsistent_trace_diverges(void **state) {
   counting_done(&c, ctx);
 }
 
+/* A block pending free at the end (free_requested, no free_completed)
+ * beside free space: the model freed it at free_requested and merged it,
+ * so the final layout is compared with pending blocks as free space
+ * (exact), and the page draws it apart, at its address and size. */
+static void test_replay__pending_free_drawn_apart(void **state) {
+  counting c;
+  gpuplan_ctx *ctx;
+  gpuplan_catalog *cat = NULL;
+  gpuplan_job *job = NULL;
+  gpuplan_doc *d = NULL;
+  char path[1024], page[] = "/tmp/gpuplan-test-pending-XXXXXX";
+  char *html;
+  long len;
+  FILE *f;
+  int fd;
+  (void)state;
+  counting_init(&c);
+  ctx = counting_ctx(&c);
+  fd = mkstemp(page);
+  assert_true(fd >= 0);
+  close(fd);
+  data_path(path, sizeof path, "pending-free-merged.pickle");
+  assert_int_equal(gpuplan_catalog_open_default(ctx, &cat), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_new(ctx, cat, &job), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_set(job, "file", path), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_set(job, "html", page), GPUPLAN_OK);
+  if (gpuplan_job_run(job, "replay", &d)) fail_msg("%s", gpuplan_errmsg(ctx));
+  assert_true(gpuplan_value_bool(dget(d, "exact")));
+  f = fopen(page, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  html = malloc((size_t)len + 1);
+  assert_non_null(html);
+  assert_int_equal(fread(html, 1, (size_t)len, f), (size_t)len);
+  html[len] = 0;
+  fclose(f);
+  /* [A free 2 MiB][B pending 2 MiB][free 16 MiB], not one free 20 MiB */
+  assert_non_null(strstr(html, "[2097152,2097152,3,\"active, pending free 2.00 MiB at 0x7f0000200000"));
+  assert_non_null(strstr(html, "[4194304,16777216,1,\"inactive (cached, free) 16.00 MiB"));
+  free(html);
+  unlink(page);
+  gpuplan_doc_free(d);
+  gpuplan_job_free(job);
+  gpuplan_catalog_free(cat);
+  counting_done(&c, ctx);
+}
+
 /* Snapshots from PyTorch main may carry pinned host memory (host_segments,
  * host_traces; pytorch#182407): read without error and counted
  * (host_entries), not replayed.  And the html page draws the allocator's
@@ -945,6 +994,7 @@ int main(void) {
     cmocka_unit_test(test_replay__expandable_midrun),
     cmocka_unit_test(test_replay__private_pool_routed_by_segment),
       cmocka_unit_test(test_replay__inconsistent_trace_diverges),
+      cmocka_unit_test(test_replay__pending_free_drawn_apart),
     cmocka_unit_test(test_replay__host_entries_and_exact_page_layout),
   };
   return cmocka_run_group_tests_name("replay", tests, NULL, NULL);

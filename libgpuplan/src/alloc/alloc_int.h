@@ -91,6 +91,9 @@ int gpuplan__alloc_next_block(gpuplan__layout_it *it, uint64_t *addr, uint64_t *
  * run during a capture).  Routing to the graph's pool is begin_pool's. */
 void gpuplan__cachealloc_capturing(gpuplan_cachealloc *a, int on);
 
+/* The size of the allocated block at addr, 0 when none is. */
+uint64_t gpuplan__alloc_block_size(const gpuplan_cachealloc *a, uint64_t addr);
+
 /* The context an allocator was made on. */
 gpuplan_ctx *gpuplan__alloc_ctx(const gpuplan_cachealloc *a);
 

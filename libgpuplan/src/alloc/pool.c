@@ -121,6 +121,14 @@ int gpuplan__hash_put(gpuplan_cachealloc *a, gpuplan__blk *b) {
   return GPUPLAN_OK;
 }
 
+uint64_t gpuplan__alloc_block_size(const gpuplan_cachealloc *a, uint64_t addr) {
+  const gpuplan__blk *b;
+  if (!a || !a->hcap) return 0;
+  for (b = a->hash[hslot(addr, a->hcap)]; b; b = b->hnext)
+    if (b->addr == addr) return b->size;
+  return 0;
+}
+
 gpuplan__blk *gpuplan__hash_take(gpuplan_cachealloc *a, uint64_t addr) {
   gpuplan__blk **pp;
   if (!a->hcap) return NULL;

@@ -19,6 +19,7 @@
 typedef struct rblock {
   uint64_t addr, size, requested;
   int allocated;
+  int pending; /* active_pending_free (allocated too): freed by free_requested, awaiting free_completed */
   /* Rebuilt blocks live at the start whose size the file does not fix:
    * up to `slack` bytes more than rounded request (an unsplit remainder,
    * R11) may have been theirs. */
@@ -424,6 +425,7 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
       rb.addr = at; /* blocks tile the segment in address order */
       bstate = gpuplan__pv_str(bv[BF_STATE]);
       rb.allocated = bstate && strcmp(bstate, "inactive") != 0;
+      rb.pending = bstate && strcmp(bstate, "active_pending_free") == 0;
       if (rb.size == 0 || rb.addr + rb.size > r->addr + r->size || rb.addr + rb.size < rb.addr)
         return gpuplan__error(ctx, GPUPLAN_EINVAL,
                               "snapshot: segment %zu block %zu: sizes overrun the segment", i, j);
@@ -1544,13 +1546,6 @@ static uint64_t amap_take(amap *m, uint64_t k) {
   return v;
 }
 
-static int amap_has(const amap *m, uint64_t k) {
-  size_t i;
-  if (!m->cap || !k) return 0;
-  i = aslot(k, m->cap);
-  while (m->k[i] && m->k[i] != k) i = (i + 1) & (m->cap - 1);
-  return m->k[i] != 0;
-}
 
 /* --- private pools in the trace -------------------------------------------- */
 
@@ -1733,13 +1728,14 @@ static int layout_capture(gpuplan_ctx *ctx, gpuplan_cachealloc *a, const amap *p
                           gpuplan__replay_layout *l) {
   gpuplan_segment_info *segs = NULL;
   gpuplan_block_info *blocks = NULL;
-  size_t n = 0, nb = 0, i, k;
+  size_t n = 0, nb = 0, i, k, out = 0;
   int rc;
   layout_dispose(ctx, l);
   if ((rc = gpuplan__alloc_layout(a, &segs, &blocks, &n))) return rc;
   for (i = 0; i < n; i++) nb += segs[i].nblocks;
+  /* Each pending block may cut a free one in three. */
   l->segs = gpuplan__calloc(ctx, n ? n : 1, sizeof *l->segs);
-  l->blocks = gpuplan__calloc(ctx, nb ? nb : 1, sizeof *l->blocks);
+  l->blocks = gpuplan__calloc(ctx, nb + 2 * pending->n + 1, sizeof *l->blocks);
   if (!l->segs || !l->blocks) {
     gpuplan__free(ctx, segs);
     gpuplan__free(ctx, blocks);
@@ -1754,21 +1750,43 @@ static int layout_capture(gpuplan_ctx *ctx, gpuplan_cachealloc *a, const amap *p
     g->small = !segs[i].large;
     g->expandable = segs[i].expandable;
     g->pool = segs[i].pool_id;
-    g->first = nb;
-    g->n = segs[i].nblocks;
+    g->first = out;
     for (k = 0; k < segs[i].nblocks; k++, nb++) {
       const gpuplan_block_info *b = &blocks[nb];
-      gpuplan__layout_block *o = &l->blocks[nb];
-      o->addr = b->addr;
-      o->size = b->size;
-      o->requested = b->requested;
-      o->state = b->state ? GPUPLAN__LB_ALLOCATED
-                 : amap_has(pending, b->addr) ? GPUPLAN__LB_PENDING_FREE
-                                              : GPUPLAN__LB_INACTIVE;
+      uint64_t at = b->addr, end = b->addr + b->size;
+      if (b->state) {
+        l->blocks[out].addr = b->addr;
+        l->blocks[out].size = b->size;
+        l->blocks[out].requested = b->requested;
+        l->blocks[out++].state = GPUPLAN__LB_ALLOCATED;
+        continue;
+      }
+      /* The model frees at free_requested, so a block still pending free
+       * (awaiting free_completed) has merged into a free one: drawn apart,
+       * at the size it had (pending: address -> size). */
+      while (at < end) {
+        uint64_t p = end, psz = 0;
+        size_t q;
+        for (q = 0; q < pending->cap; q++)
+          if (pending->k[q] >= at && pending->k[q] < p && pending->k[q] < end) p = pending->k[q], psz = pending->v[q];
+        if (p > at) { /* free up to the next pending block */
+          l->blocks[out].addr = at;
+          l->blocks[out].size = p - at;
+          l->blocks[out++].state = GPUPLAN__LB_INACTIVE;
+          at = p;
+          continue;
+        }
+        if (psz <= 1 || psz > end - at) psz = end - at; /* its size unknown: the rest of the free block */
+        l->blocks[out].addr = at;
+        l->blocks[out].size = psz;
+        l->blocks[out++].state = GPUPLAN__LB_PENDING_FREE;
+        at += psz;
+      }
     }
+    g->n = out - g->first;
   }
   l->nsegs = n;
-  l->nblocks = nb;
+  l->nblocks = out;
   l->event = event;
   l->valid = 1;
   gpuplan__free(ctx, segs);
@@ -1854,6 +1872,22 @@ static void track_peak(gpuplan_cachealloc *a, gpuplan_replay_result *r) {
 
 /* Whether the allocator's segments and blocks are exactly the file's final
  * ones, walked in place (the common case; compare_final says what differs). */
+/* The file's final blocks of f as the model holds them: the model frees a
+ * block at free_requested, so a block still pending free at the end is
+ * free space, merged with the free blocks beside it.  From *k: the next
+ * run; 0 after the last. */
+static int final_run(const rseg *f, size_t *k, uint64_t *addr, uint64_t *size, int *allocated) {
+  const rblock *b;
+  if (*k >= f->n) return 0;
+  b = &f->b[(*k)++];
+  *addr = b->addr;
+  *size = b->size;
+  *allocated = b->allocated && !b->pending;
+  if (!*allocated)
+    while (*k < f->n && (!f->b[*k].allocated || f->b[*k].pending)) *size += f->b[(*k)++].size;
+  return 1;
+}
+
 static int same_final(const gpuplan_cachealloc *a, const gpuplan_snapshot *s) {
   gpuplan__layout_it it;
   uint64_t addr, size;
@@ -1872,8 +1906,9 @@ static int same_final(const gpuplan_cachealloc *a, const gpuplan_snapshot *s) {
     }
     if (lo == s->nsegs || (f = &s->segs[lo])->addr != addr || f->size != size) return 0;
     while (gpuplan__alloc_next_block(&it, &addr, &size, &allocated)) {
-      if (k >= f->n || f->b[k].addr != addr || f->b[k].size != size || f->b[k].allocated != allocated) return 0;
-      k++;
+      uint64_t fa, fs;
+      int fal;
+      if (!final_run(f, &k, &fa, &fs, &fal) || fa != addr || fs != size || fal != allocated) return 0;
     }
     if (k != f->n) return 0;
   }
@@ -1885,7 +1920,7 @@ static int compare_final(gpuplan_cachealloc *a, const gpuplan_snapshot *s, gpupl
   gpuplan_ctx *ctx = gpuplan__alloc_ctx(a);
   gpuplan_segment_info *segs;
   gpuplan_block_info *blocks, *b;
-  size_t n, i, k;
+  size_t n, i, k, fk;
   if (same_final(a, s)) return GPUPLAN_OK;
   GPUPLAN_TRY(gpuplan__alloc_layout(a, &segs, &blocks, &n));
   if (n != s->nsegs) diverge(r, s->nev, "final state: %zu segments, the file has %zu", n, s->nsegs);
@@ -1897,15 +1932,17 @@ static int compare_final(gpuplan_cachealloc *a, const gpuplan_snapshot *s, gpupl
               (unsigned long long)g->addr, (unsigned long long)g->total_size);
       break;
     }
-    for (k = 0; k < g->nblocks; k++)
-      if (k >= f->n || f->b[k].addr != b[k].addr || f->b[k].size != b[k].size ||
-          f->b[k].allocated != b[k].state) {
+    for (k = 0, fk = 0; k < g->nblocks; k++) {
+      uint64_t fa, fs;
+      int fal;
+      if (!final_run(f, &fk, &fa, &fs, &fal) || fa != b[k].addr || fs != b[k].size || fal != b[k].state) {
         diverge(r, s->nev, "final state: segment 0x%llx block %zu differs (model 0x%llx %llu %s)",
                 (unsigned long long)g->addr, k, (unsigned long long)b[k].addr, (unsigned long long)b[k].size,
                 b[k].state ? "allocated" : "free");
         break;
       }
-    if (r->diverged_at == SIZE_MAX && k != f->n)
+    }
+    if (r->diverged_at == SIZE_MAX && fk != f->n)
       diverge(r, s->nev, "final state: segment 0x%llx has %zu blocks, the file %zu",
               (unsigned long long)g->addr, k, f->n);
   }
@@ -2045,11 +2082,16 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
         CHECK_CONSUMED(i);
         if (r->diverged_at != SIZE_MAX) break;
       }
-      rc = gpuplan_cachealloc_release(a, e->addr);
-      if (rc == GPUPLAN_EINVAL)
-        diverge(r, i, "free of 0x%llx: not an allocated block in the model", (unsigned long long)e->addr);
-      else if (rc || (rc = amap_put(ctx, &requested, e->addr, 1)))
-        goto out;
+      {
+        /* The page (a layout capture) draws the pending block at its size;
+         * the normal run only needs to know it is pending. */
+        uint64_t bsz = x->lay_capturing ? gpuplan__alloc_block_size(a, e->addr) : 1;
+        rc = gpuplan_cachealloc_release(a, e->addr);
+        if (rc == GPUPLAN_EINVAL)
+          diverge(r, i, "free of 0x%llx: not an allocated block in the model", (unsigned long long)e->addr);
+        else if (rc || (rc = amap_put(ctx, &requested, e->addr, bsz ? bsz : 1)))
+          goto out;
+      }
       rc = GPUPLAN_OK;
       break;
     case GPUPLAN_ACT_FREE_COMPLETED:
@@ -2198,14 +2240,18 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
        * free_requested releases a block live at the start. */
       if (e->action == GPUPLAN_ACT_FREE_COMPLETED && amap_take(&requested, e->addr)) break;
       addr = amap_take(&m, e->addr);
-      /* Blocks live at the start keep their recorded addresses.  A free
-       * the model cannot match (an allocation that ran out of memory
-       * here) is the trace's, not an error. */
-      if (gpuplan_cachealloc_release(a, addr ? addr : e->addr) == GPUPLAN_ENOMEM) {
-        rc = GPUPLAN_ENOMEM;
-        goto out;
+      {
+        uint64_t bsz = x->lay_capturing ? gpuplan__alloc_block_size(a, addr ? addr : e->addr) : 1;
+        /* Blocks live at the start keep their recorded addresses.  A free
+         * the model cannot match (an allocation that ran out of memory
+         * here) is the trace's, not an error. */
+        if (gpuplan_cachealloc_release(a, addr ? addr : e->addr) == GPUPLAN_ENOMEM) {
+          rc = GPUPLAN_ENOMEM;
+          goto out;
+        }
+        if (e->action == GPUPLAN_ACT_FREE_REQUESTED && (rc = amap_put(ctx, &requested, e->addr, bsz ? bsz : 1)))
+          goto out;
       }
-      if (e->action == GPUPLAN_ACT_FREE_REQUESTED && (rc = amap_put(ctx, &requested, e->addr, 1))) goto out;
       break;
     default:
       break;

@@ -252,6 +252,19 @@ write("private-pool.pickle", {"segments": [pooled, dflt],
                               "device_traces": [[ev("segment_alloc", S1, 20 * MiB), ev("alloc", S1, 5 * MiB)]],
                               "allocator_settings": SETTINGS, "external_annotations": []})
 
+# A block pending free (free_requested, no free_completed yet) next to a
+# free one: the model frees at free_requested, so in its layout B has
+# merged with A's free space and the segment's free tail; the page must
+# still draw B, at S0 + 2 MiB, as pending.  D (22 MiB) then takes a new
+# segment at S1 and makes the peak, where the page's map is drawn.
+pending = seg(S0, [(2 * MiB, 0, False), (2 * MiB, 2 * MiB, True), (16 * MiB, 0, False)])
+pending["blocks"][1]["state"] = "active_pending_free"
+write("pending-free-merged.pickle", {
+    "segments": [pending, seg(S1, [(22 * MiB, 22 * MiB, True)])],
+    "device_traces": [[ev("segment_alloc", S0, 20 * MiB), ev("alloc", S0, 2 * MiB), ev("alloc", S0 + 2 * MiB, 2 * MiB)] +
+                      free(S0, 2 * MiB) + [ev("free_requested", S0 + 2 * MiB, 2 * MiB),
+                                           ev("segment_alloc", S1, 22 * MiB), ev("alloc", S1, 22 * MiB)]],
+    "allocator_settings": SETTINGS, "external_annotations": []})
 # The same pool at S0, a free default segment at S1, and a released
 # MemPool's segment at S2 that the trace allocates, uses and frees: its
 # pool is shown nowhere (the file's segments are the end's), so the 5 MiB
