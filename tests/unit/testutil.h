@@ -80,10 +80,11 @@ static inline void counting_done(counting *c, gpuplan_ctx *ctx) {
   assert_int_equal(c->bytes, 0);
 }
 
-/* Path of a test data file; GPUPLAN_TEST_TMP is set by CTest. */
+/* Path of a scratch file; GPUPLAN_TEST_TMP is set by CTest.  A test run by
+ * hand writes to /tmp, never into the source tree it is run from. */
 static inline void tmp_path(char *buf, size_t cap, const char *name) {
   const char *dir = getenv("GPUPLAN_TEST_TMP");
-  snprintf(buf, cap, "%s/%s", dir ? dir : ".", name);
+  snprintf(buf, cap, "%s/%s", dir && *dir ? dir : "/tmp", name);
 }
 
 /* A fixture: a counting context and the built-in catalog. */
