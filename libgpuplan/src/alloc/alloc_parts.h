@@ -166,6 +166,9 @@ static inline size_t gpuplan__pool_lower_bound(const gpuplan__pool *p, uint64_t 
   return lo;
 }
 int gpuplan__pool_insert(gpuplan_cachealloc *a, gpuplan__pool *p, gpuplan__blk *b);
+/* An installed block that is allocated (a replay's start): in the address
+ * hash and counted as alloc_found_block counts one (oversize included). */
+int gpuplan__install_live(gpuplan_cachealloc *a, gpuplan__blk *b);
 void gpuplan__pool_remove(gpuplan__pool *p, gpuplan__blk *b);
 /* The unmapped set: first range not below (stream, addr); insert, remove. */
 size_t gpuplan__pool_ulower(const gpuplan__pool *p, uint64_t stream, uint64_t addr);

@@ -241,12 +241,7 @@ int gpuplan__alloc_install_expandable(gpuplan_cachealloc *a, uint64_t base, uint
     b->allocated = blocks[i].allocated;
     gpuplan__stat3(a->st.reserved_bytes, small, (int64_t)b->size);
     if (b->allocated) {
-      GPUPLAN_TRY(gpuplan__hash_put(a, b));
-      gpuplan__stat3(a->st.allocation, small, 1);
-      gpuplan__stat3(a->st.allocated_bytes, small, (int64_t)b->size);
-      gpuplan__stat3(a->st.active, small, 1);
-      gpuplan__stat3(a->st.active_bytes, small, (int64_t)b->size);
-      gpuplan__stat3(a->st.requested_bytes, small, (int64_t)b->requested);
+      GPUPLAN_TRY(gpuplan__install_live(a, b));
     } else {
       p->v[p->n++] = b; /* reserved; gpuplan__alloc_installed sorts the pools once */
     }

@@ -289,6 +289,17 @@ int gpuplan__alloc_next_block(gpuplan__layout_it *it, uint64_t *addr, uint64_t *
 
 /* --- installing a state (a replay's start) ------------------------------------ */
 
+int gpuplan__install_live(gpuplan_cachealloc *a, gpuplan__blk *b) {
+  GPUPLAN_TRY(gpuplan__hash_put(a, b));
+  gpuplan__stat3(a->st.allocation, b->small, 1);
+  gpuplan__stat3(a->st.allocated_bytes, b->small, (int64_t)b->size);
+  gpuplan__stat3(a->st.active, b->small, 1);
+  gpuplan__stat3(a->st.active_bytes, b->small, (int64_t)b->size);
+  gpuplan__stat3(a->st.requested_bytes, b->small, (int64_t)b->requested);
+  if (b->size >= a->conf.max_split_size) gpuplan__stat_add(&a->st.oversize_allocations, 1);
+  return GPUPLAN_OK;
+}
+
 int gpuplan__alloc_install(gpuplan_cachealloc *a, uint64_t addr, uint64_t size, uint64_t stream, int small,
                            const gpuplan__install_block *blocks, size_t n) {
   gpuplan__seg *s;
@@ -314,13 +325,7 @@ int gpuplan__alloc_install(gpuplan_cachealloc *a, uint64_t addr, uint64_t size, 
     else s->first = b;
     last = b;
     if (b->allocated) {
-      GPUPLAN_TRY(gpuplan__hash_put(a, b));
-      gpuplan__stat3(a->st.allocation, small, 1);
-      gpuplan__stat3(a->st.allocated_bytes, small, (int64_t)b->size);
-      gpuplan__stat3(a->st.active, small, 1);
-      gpuplan__stat3(a->st.active_bytes, small, (int64_t)b->size);
-      gpuplan__stat3(a->st.requested_bytes, small, (int64_t)b->requested);
-      if (b->size >= a->conf.max_split_size) gpuplan__stat_add(&a->st.oversize_allocations, 1);
+      GPUPLAN_TRY(gpuplan__install_live(a, b));
     } else {
       /* Appended unsorted; gpuplan__alloc_installed sorts the pools once. */
       gpuplan__pool *p = gpuplan__pool_of(a, s->pool, small);

@@ -879,18 +879,24 @@ static size_t t_count(const tpool *t, long x) {
   return n;
 }
 
+/* Room for one more segment in st. */
+static int state_room(gpuplan_ctx *ctx, state *st) {
+  rseg **nv;
+  size_t ncap;
+  if (st->n < st->cap) return GPUPLAN_OK;
+  ncap = st->cap * 2 + 16;
+  if (!(nv = gpuplan__realloc(ctx, st->v, ncap * sizeof *nv))) return gpuplan__nomem(ctx);
+  st->v = nv;
+  st->cap = ncap;
+  return GPUPLAN_OK;
+}
+
 /* A new segment (an expandable segment's mapped range) at index at of the
  * state, with its root and count. */
 static int state_insert(gpuplan_ctx *ctx, state *st, tpool *t, size_t at, const rseg *proto, long root,
                         size_t count) {
   rseg *ns;
-  if (st->n == st->cap) {
-    size_t ncap = st->cap * 2 + 16;
-    rseg **nv = gpuplan__realloc(ctx, st->v, ncap * sizeof *nv);
-    if (!nv) return gpuplan__nomem(ctx);
-    st->v = nv;
-    st->cap = ncap;
-  }
+  GPUPLAN_TRY(state_room(ctx, st));
   GPUPLAN_TRY(t_add_root(t, at));
   if (!(ns = gpuplan__calloc(ctx, 1, sizeof *ns))) {
     t_drop_root(t, at);
@@ -1139,13 +1145,7 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
       size_t lo = 0, hi = st->n;
       if (pseg_find(st->v, st->n, e->addr) >= 0)
         return diverge(r, i, "rebuilding: segment_free at 0x%llx overlaps a live segment", (unsigned long long)e->addr), GPUPLAN_OK;
-      if (st->n == st->cap) {
-        size_t ncap = st->cap * 2 + 16;
-        rseg **nv = gpuplan__realloc(ctx, st->v, ncap * sizeof *nv);
-        if (!nv) return gpuplan__nomem(ctx);
-        st->v = nv;
-        st->cap = ncap;
-      }
+      GPUPLAN_TRY(state_room(ctx, st));
       while (lo < hi) {
         size_t m = lo + (hi - lo) / 2;
         if (st->v[m]->addr < e->addr) lo = m + 1;
