@@ -1,5 +1,7 @@
 # checks.sh: the assertions the CLI suites share, sourced after they set
-# $tmp (their scratch directory); they count into $pass and $fails.
+# $tmp (their scratch directory); they count into $pass and $fails.  A
+# suite that sets one_line_errors=any (every failing exit) or =2 (usage
+# errors) also requires the error on stderr to be one line.
 check() {  # check DESCRIPTION EXPECTED_RC PATTERN -- command...
   desc=$1 want=$2 pat=$3
   shift 4
@@ -12,6 +14,11 @@ check() {  # check DESCRIPTION EXPECTED_RC PATTERN -- command...
   fi
   if [ -n "$pat" ] && ! printf '%s\n%s\n' "$out" "$err" | grep -q -- "$pat"; then
     echo "FAIL $desc: no '$pat' in output"; echo "$out" | head -20; echo "$err"
+    fails=$((fails + 1)); return
+  fi
+  if [ "$want" != 0 ] && { [ "${one_line_errors:-}" = any ] || [ "${one_line_errors:-}" = "$want" ]; } &&
+     [ "$(printf '%s' "$err" | wc -l)" -gt 0 ]; then
+    echo "FAIL $desc: error is not one line:"; echo "$err"
     fails=$((fails + 1)); return
   fi
   pass=$((pass + 1))

@@ -6,26 +6,8 @@ tmp=$2
 fails=0
 pass=0
 
-check() {  # check DESCRIPTION EXPECTED_RC PATTERN_IN_OUTPUT -- command...
-  desc=$1 want=$2 pat=$3
-  shift 4
-  out=$("$@" 2>"$tmp/stderr")
-  rc=$?
-  err=$(cat "$tmp/stderr")
-  if [ "$rc" != "$want" ]; then
-    echo "FAIL $desc: exit $rc, wanted $want"; echo "$out" | head -5; echo "$err"
-    fails=$((fails + 1)); return
-  fi
-  if [ -n "$pat" ] && ! printf '%s\n%s\n' "$out" "$err" | grep -q -- "$pat"; then
-    echo "FAIL $desc: no '$pat' in output"; echo "$out" | head -5; echo "$err"
-    fails=$((fails + 1)); return
-  fi
-  if [ "$want" != 0 ] && [ "$(printf '%s' "$err" | wc -l)" -gt 0 ]; then
-    echo "FAIL $desc: error is not one line:"; echo "$err"
-    fails=$((fails + 1)); return
-  fi
-  pass=$((pass + 1))
-}
+one_line_errors=any
+. "$(dirname "$0")/checks.sh"
 
 check "lists gpus" 0 "h100-sxm5-80gb" -- "$gp" catalog gpus
 check "lists nodes" 0 "Standard_ND96asr_v4" -- "$gp" catalog nodes

@@ -4,31 +4,14 @@
 # and one-line errors with exit 2 for bad options.
 #   test_cli_serve.sh GPUPLAN TMPDIR SOURCE_DIR
 gp=$1
-tmp=$2
+tmp=$2/cli_serve   # its own directory: other CLI suites may run beside it
+mkdir -p "$tmp"
 src=$3
 fails=0
 pass=0
 
-check() {  # check DESCRIPTION EXPECTED_RC PATTERN_IN_OUTPUT -- command...
-  desc=$1 want=$2 pat=$3
-  shift 4
-  out=$("$@" 2>"$tmp/serve_stderr")
-  rc=$?
-  err=$(cat "$tmp/serve_stderr")
-  if [ "$rc" != "$want" ]; then
-    echo "FAIL $desc: exit $rc, wanted $want"; echo "$out" | head -5; echo "$err"
-    fails=$((fails + 1)); return
-  fi
-  if [ -n "$pat" ] && ! printf '%s\n%s\n' "$out" "$err" | grep -q -- "$pat"; then
-    echo "FAIL $desc: no '$pat' in output"; echo "$out" | head -20; echo "$err"
-    fails=$((fails + 1)); return
-  fi
-  if [ "$want" = 2 ] && [ "$(printf '%s' "$err" | wc -l)" -gt 0 ]; then
-    echo "FAIL $desc: error is not one line:"; echo "$err"
-    fails=$((fails + 1)); return
-  fi
-  pass=$((pass + 1))
-}
+one_line_errors=2
+. "$(dirname "$0")/checks.sh"
 
 # memory as vLLM lays it out, explained component by component
 check "vLLM KV line" 0 "GPU KV cache size: .* tokens" -- "$gp" serve llama-3-8b --gpu h100-sxm5-80gb --context 8192
