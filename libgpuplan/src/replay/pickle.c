@@ -436,6 +436,17 @@ static void *lalloc(loader *l, size_t size) {
   return p;
 }
 
+/* Give back the end of the last block lalloc gave (p, of size bytes), so
+ * that it keeps only keep bytes; a block of its own keeps all. */
+static void lalloc_trim(loader *l, void *p, size_t size, size_t keep) {
+  size = (size + LALIGN - 1) & ~(size_t)(LALIGN - 1);
+  keep = (keep + LALIGN - 1) & ~(size_t)(LALIGN - 1);
+  if ((unsigned char *)p + size == l->bump && keep <= size) {
+    l->bump -= size - keep;
+    l->bump_left += size - keep;
+  }
+}
+
 HOT gpuplan__pv *newv(loader *l, gpuplan__pv_type t, size_t extra) {
   gpuplan__pv *v;
   if (extra > SIZE_MAX - sizeof *v) return NULL;
@@ -456,6 +467,13 @@ HOT gpuplan__pv *newv(loader *l, gpuplan__pv_type t, size_t extra) {
  */
 #define EMBEDDED 0x80000000u
 #define MAX_HEIGHT 0x1ffffff0u /* below check_shape's ONPATH and DONE */
+
+/* Value types as bits: those a container's new child needs looked at
+ * for (containers, and the skip machine's stand-ins). */
+#define PV_BIT(t) (1u << (t))
+#define ADOPT_BITS                                                                          \
+  (PV_BIT(GPUPLAN__PV_LIST) | PV_BIT(GPUPLAN__PV_TUPLE) | PV_BIT(GPUPLAN__PV_DICT) | \
+   PV_BIT(GPUPLAN__PV_SKIPPED))
 
 static int is_container(const gpuplan__pv *v) {
   return v->type == GPUPLAN__PV_LIST || v->type == GPUPLAN__PV_TUPLE ||
@@ -494,7 +512,9 @@ static int adopt(loader *l, gpuplan__pv *c, gpuplan__pv *const *items, size_t n)
   return 0;
 }
 
-HOT int push_int(loader *l, int64_t i) {
+/* An integer value: the cache's when it holds i, else a new one (NULL when
+ * out of memory). */
+static gpuplan__pv *int_value(loader *l, int64_t i) {
   int_seen *c = NULL;
   gpuplan__pv *v;
   if (!l->ints && !l->ints_failed) {
@@ -505,14 +525,20 @@ HOT int push_int(loader *l, int64_t i) {
   }
   if (l->ints) {
     c = &l->ints[(size_t)(((uint64_t)i * 0x9E3779B97F4A7C15ull) >> 40) & (l->nints - 1)];
-    if (c->v && c->i == i) return push(l, c->v);
+    if (c->v && c->i == i) return c->v;
   }
-  if (!(v = newv(l, GPUPLAN__PV_INT, 0))) return nomem(l);
+  if (!(v = newv(l, GPUPLAN__PV_INT, 0))) return NULL;
   v->u.i = i;
   if (c) {
     c->v = v;
     c->i = i;
   }
+  return v;
+}
+
+HOT int push_int(loader *l, int64_t i) {
+  gpuplan__pv *v = int_value(l, i);
+  if (!v) return nomem(l);
   return push(l, v);
 }
 
@@ -611,52 +637,25 @@ static int extend(loader *l, size_t k) {
 
 /* Add the key/value pairs stack[k .. sp) to the dict at stack[k - 1]. */
 static int set_items(loader *l, size_t k) {
-  gpuplan__pv *d, **block;
-  size_t n = l->sp - k, i, need, cap;
+  gpuplan__pv *d, **block, **keys, **vals, **fresh;
+  gpuplan__pv *const *const st = l->stack + k;
+  size_t n = l->sp - k, i, need, cap, w;
+  uint32_t h;
+  int dirty;
   if (n % 2) return fail(l, "odd number of items for %s", gpuplan__pickle_opname(l->op));
   n /= 2;
   if (k == 0 || k <= (l->nmarks ? l->marks[l->nmarks - 1] : 0)) return underflow(l);
   d = l->stack[k - 1];
   if (d->type != GPUPLAN__PV_DICT)
     return fail(l, "%s onto a value that is not a dict", gpuplan__pickle_opname(l->op));
-  {
-    /* adopt, in the same pass that leaves out the pairs of keys to skip
-     * (whether their values were built, on a pass without skipping, or
-     * not). */
-    gpuplan__pv **const st = l->stack + k;
-    uint32_t h = d->seen & ~EMBEDDED;
-    size_t w = 0;
-    int dirty = (d->seen & EMBEDDED) != 0;
-    for (i = 0; i < n; i++) {
-      gpuplan__pv *key = st[2 * i], *val = st[2 * i + 1];
-      if (l->skip && key->type == GPUPLAN__PV_STR && (key->seen & SKIPKEY)) {
-        l->nskipped++;
-        continue;
-      }
-#define ADOPT1(v)                                                        \
-  do {                                                                   \
-    if (is_container(v)) {                                               \
-      if ((v) == d) dirty = 1;                                           \
-      else if (((v)->seen & ~EMBEDDED) >= h) h = ((v)->seen & ~EMBEDDED) + 1; \
-      (v)->seen |= EMBEDDED;                                             \
-    } else if ((v)->type == GPUPLAN__PV_SKIPPED) {                       \
-      return RESTART; /* a stand-in */                                   \
-    }                                                                    \
-  } while (0)
-      ADOPT1(key);
-      ADOPT1(val);
-#undef ADOPT1
-      st[2 * w] = key;
-      st[2 * w + 1] = val;
-      w++;
-    }
-    n = w;
-    if (dirty) l->dirty = 1;
-    if (!l->dirty) {
-      if (h > l->maxd) return deep(l);
-      d->seen = (d->seen & EMBEDDED) | h;
-    }
+  if (n == 0) {
+    l->sp = k;
+    return 0;
   }
+  /* Room for every pair (those of keys to skip are left out below,
+   * whether their values were built, on a pass without skipping, or not;
+   * the room they do not use is given back). */
+  fresh = NULL;
   if (d->u.dict.cap - d->u.dict.n < n) {
     need = d->u.dict.n + n;
     cap = d->u.dict.cap > SIZE_MAX / 2 ? SIZE_MAX : d->u.dict.cap * 2;
@@ -671,12 +670,55 @@ static int set_items(loader *l, size_t k) {
     d->u.dict.keys = block;
     d->u.dict.vals = block + cap;
     d->u.dict.cap = cap;
+    if (d->u.dict.n == 0 && cap == n) fresh = block; /* sized for these pairs only */
   }
-  for (i = 0; i < n; i++) {
-    d->u.dict.keys[d->u.dict.n] = l->stack[k + 2 * i];
-    d->u.dict.vals[d->u.dict.n] = l->stack[k + 2 * i + 1];
-    d->u.dict.n++;
+  /* The pairs, adopted, in the same pass that leaves out those of keys
+   * to skip. */
+  keys = d->u.dict.keys + d->u.dict.n;
+  vals = d->u.dict.vals + d->u.dict.n;
+  h = d->seen & ~EMBEDDED;
+  dirty = (d->seen & EMBEDDED) != 0;
+  for (i = w = 0; i < n; i++) {
+    gpuplan__pv *const key = st[2 * i], *const val = st[2 * i + 1];
+    const unsigned kt = key->type, vt = val->type;
+    if (kt == GPUPLAN__PV_STR && (key->seen & SKIPKEY) && l->skip) {
+      l->nskipped++;
+      continue;
+    }
+    if ((PV_BIT(kt) | PV_BIT(vt)) & ADOPT_BITS) {
+      /* (most pairs are scalars, which need nothing here) */
+#define ADOPT1(v)                                                        \
+  do {                                                                   \
+    if (is_container(v)) {                                               \
+      if ((v) == d) dirty = 1;                                           \
+      else if (((v)->seen & ~EMBEDDED) >= h) h = ((v)->seen & ~EMBEDDED) + 1; \
+      (v)->seen |= EMBEDDED;                                             \
+    } else if ((v)->type == GPUPLAN__PV_SKIPPED) {                       \
+      return RESTART; /* a stand-in */                                   \
+    }                                                                    \
+  } while (0)
+      ADOPT1(key);
+      ADOPT1(val);
+#undef ADOPT1
+    }
+    keys[w] = key;
+    vals[w] = val;
+    w++;
   }
+  if (dirty) l->dirty = 1;
+  if (!l->dirty) {
+    if (h > l->maxd) return deep(l);
+    d->seen = (d->seen & EMBEDDED) | h;
+  }
+  if (fresh && w < n) {
+    /* A new dict's arrays, cut to the pairs kept: the values move down
+     * behind the keys, and the arena takes back the rest. */
+    memmove(fresh + w, fresh + n, w * sizeof *fresh);
+    d->u.dict.vals = fresh + w;
+    d->u.dict.cap = w;
+    lalloc_trim(l, fresh, 2 * n * sizeof *fresh, 2 * w * sizeof *fresh);
+  }
+  d->u.dict.n += w;
   l->sp = k;
   return 0;
 }
@@ -756,21 +798,6 @@ static int memo_put(loader *l, uint64_t idx) {
    * here, so the new entry cannot be built if wanted (memo_get restarts). */
   l->memo[idx] = l->stack[l->sp - 1] == &l->lazy[LZ_STR] ? &l->lazy[LZ_SCALAR] : l->stack[l->sp - 1];
   return 0;
-}
-
-/* memo_put for the common case (a built value on top, above any MARK, at
- * an index the memo already has room for); the rest goes to memo_put. */
-HOT int memo_put_fast(loader *l, uint64_t idx) {
-  gpuplan__pv *top;
-  if (l->sp > (l->nmarks ? l->marks[l->nmarks - 1] : 0) && idx < l->memo_cap && idx < l->total &&
-      (top = l->stack[l->sp - 1])->type != GPUPLAN__PV_SKIPPED) {
-    uint64_t *w = &l->mbits[idx / 64], bit = (uint64_t)1 << (idx % 64);
-    if (!(*w & bit)) l->memo_len++;
-    *w |= bit;
-    l->memo[idx] = top;
-    return 0;
-  }
-  return memo_put(l, idx);
 }
 
 /* Build the string a LZ_STR memo entry stands for, from its opcode at at,
@@ -935,6 +962,135 @@ static int lazy_is(const loader *l, const gpuplan__pv *v, int kind) {
     l->stack[l->sp++] = sv_;                                                \
   } while (0)
 
+/* The skip machine's common opcodes (those a frame's dict and a frames
+ * list are made of), run with the machine's state in locals, inside the
+ * skipped value's own marks.  Each does exactly what skip_value's loop
+ * does with it; at the first opcode that needs more (a run of references
+ * starting a list's items, the window's end, room for the stack or the
+ * marks, a check that fails, any other opcode) the state is stored back
+ * and that loop takes the opcode.  Returns 0, or an error from memo_put. */
+static int skip_hot(loader *l, size_t base, size_t m0) {
+  const unsigned char *const buf = l->buf;
+  const size_t len = l->len;
+  gpuplan__pv **const stack = l->stack;
+  gpuplan__pv *const scalar = &l->lazy[LZ_SCALAR], *const lzlist = &l->lazy[LZ_LIST],
+              *const lzdict = &l->lazy[LZ_DICT], *const lzstr = &l->lazy[LZ_STR];
+  size_t *const marks = l->marks;
+  const size_t mcap = l->mcap;
+  size_t pos = l->pos, sp = l->sp, nmarks = l->nmarks, pushes = l->pushes;
+  /* Pushes allowed before looking again: room on the stack, and below the
+   * limit (pops do not give any back here). */
+  size_t room = l->scap - sp < l->lim.max_items - pushes ? l->scap - sp : l->lim.max_items - pushes;
+  while (nmarks > m0 && len - pos >= 16) {
+    size_t n, k, idx;
+    switch (buf[pos]) {
+    case OP_BINGET:
+      idx = buf[pos + 1];
+      n = 2;
+      goto get;
+    case OP_LONG_BINGET:
+      idx = le32(buf + pos + 1);
+      n = 5;
+    get:
+      /* Items of a list: maybe a run skip_value knows. */
+      if (stack[marks[nmarks - 1] - 1] == lzlist || !room || !memo_has(l, idx)) goto out;
+      stack[sp++] = l->memo[idx];
+      pushes++, room--;
+      pos += n;
+      break;
+    case OP_MARK:
+      if (nmarks == mcap) goto out;
+      marks[nmarks++] = sp;
+      pos++;
+      break;
+    case OP_BININT1: n = 2; goto scalar;
+    case OP_BININT2: n = 3; goto scalar;
+    case OP_BININT: n = 5;
+    scalar:
+      if (!room) goto out;
+      stack[sp++] = scalar;
+      pushes++, room--;
+      pos += n;
+      break;
+    case OP_SHORT_BINUNICODE:
+      n = 2 + (size_t)buf[pos + 1];
+      goto str;
+    case OP_BINUNICODE:
+      n = le32(buf + pos + 1);
+      if (n > len - pos - 5) goto out;
+      n += 5;
+    str:
+      if (!room || n > len - pos) goto out;
+      stack[sp++] = scalar;
+      pushes++, room--;
+      l->str_at = pos;
+      pos += n;
+      l->str_end = pos;
+      l->str_stored = SIZE_MAX;
+      break;
+    case OP_EMPTY_LIST:
+    case OP_EMPTY_DICT:
+      if (!room) goto out;
+      stack[sp++] = buf[pos] == OP_EMPTY_LIST ? lzlist : lzdict;
+      pushes++, room--;
+      pos++;
+      break;
+    case OP_MEMOIZE:
+      idx = l->memo_len;
+      if (sp == marks[nmarks - 1] || idx >= l->memo_cap || idx >= l->total) goto out;
+      if (stack[sp - 1] == scalar && pos == l->str_end && l->moff && l->moff_cap >= l->memo_cap &&
+          lazy_where(l) <= UINT32_MAX &&
+          (!l->rd || l->str_stored != SIZE_MAX || l->store_cap - l->store_len >= l->str_end - l->str_at)) {
+        /* The string just pushed, to build if wanted (as memo_put does,
+         * where the memo of stand-ins and the store have room). */
+        uint64_t *w = &l->mbits[idx / 64], bit = (uint64_t)1 << (idx % 64);
+        if (l->rd && l->str_stored == SIZE_MAX) {
+          memcpy(l->store + l->store_len, buf + l->str_at, l->str_end - l->str_at);
+          l->str_stored = l->store_len;
+          l->store_len += l->str_end - l->str_at;
+        }
+        if (!(*w & bit)) l->memo_len++;
+        *w |= bit;
+        l->moff[idx] = (uint32_t)(l->rd ? l->str_stored : l->str_at);
+        l->memo[idx] = lzstr;
+        l->str_end = pos + 1; /* a second PUT of it */
+      } else if (stack[sp - 1] == scalar) {
+        /* Maybe a string to build if wanted: memo_put's own way. */
+        int rc;
+        l->at = pos;
+        l->op = OP_MEMOIZE;
+        l->pos = pos + 1;
+        l->sp = sp;
+        if ((rc = memo_put(l, idx))) return rc;
+      } else {
+        uint64_t *w = &l->mbits[idx / 64], bit = (uint64_t)1 << (idx % 64);
+        if (!(*w & bit)) l->memo_len++;
+        *w |= bit;
+        l->memo[idx] = stack[sp - 1] == lzstr ? scalar : stack[sp - 1];
+      }
+      pos++;
+      break;
+    case OP_APPENDS:
+    case OP_SETITEMS:
+      k = marks[nmarks - 1];
+      if (k <= (nmarks - 1 > m0 ? marks[nmarks - 2] : base)) goto out;
+      if (buf[pos] == OP_SETITEMS ? (sp - k) % 2 || stack[k - 1] != lzdict : stack[k - 1] != lzlist) goto out;
+      nmarks--;
+      sp = k;
+      pos++;
+      break;
+    default:
+      goto out;
+    }
+  }
+out:
+  l->pos = l->at = pos;
+  l->sp = sp;
+  l->nmarks = nmarks;
+  l->pushes = pushes;
+  return 0;
+}
+
 /* Called with the key on top: the value is built at stack[base]. */
 static int skip_value(loader *l) {
   const size_t base = l->sp, m0 = l->nmarks;
@@ -946,6 +1102,10 @@ static int skip_value(loader *l) {
     uint64_t n;
     int op;
     TRY(fill(l, l->ahead));
+    if (l->nmarks > m0) {
+      TRY(skip_hot(l, base, m0));
+      TRY(fill(l, l->ahead));
+    }
     if (l->nmarks > m0 && l->pos < l->len && (l->buf[l->pos] | 2u) == OP_LONG_BINGET) {
       /* A run of memo references ('h' BINGET, 'j' LONG_BINGET: a frames
        * list's items, most of a torch snapshot), with their checks.  When
@@ -958,7 +1118,8 @@ static int skip_value(loader *l) {
       run_seen *rs = NULL;
       uint64_t head = 0;
       size_t bucket = 0;
-      if (pos + RUN_HEAD <= len && l->sp == l->marks[l->nmarks - 1] && (l->runs || make_runs(l))) {
+      if (pos + RUN_HEAD <= len && lazy_is(l, l->stack[l->marks[l->nmarks - 1] - 1], LZ_LIST) &&
+          (l->runs || make_runs(l))) {
         /* The same run of references again (a program's steps repeat its
          * stack frames): bytes equal to a run read before, and followed by
          * an APPENDS as it was, are the same opcodes, and their memo
@@ -1686,103 +1847,155 @@ static int step(loader *l, int *stop) {
 /* The opcodes of a torch snapshot's dicts and lists as step() runs them,
  * with less around each: runs them until one it does not take (or one that
  * might not fit the input), which step() then runs. */
+/* The loader's common opcodes (those of a snapshot's dicts of scalars),
+ * with the machine's state in locals.  Each does what step does with it;
+ * at the first opcode that needs more (the window's end, room on the
+ * stack or for the marks or memo, a value the memo holds that is a
+ * stand-in or a key to skip, a check that fails, any other opcode) the
+ * state is stored back and step takes it.  Calls that may run the skip
+ * machine (which moves the window and may grow the stack) store the
+ * state before and read it again after. */
 static int run_fast(loader *l) {
-  gpuplan__pv *v;
   for (;;) {
-    /* Read again each time: a skipped value moves the window on. */
     const unsigned char *const buf = l->buf;
     const size_t len = l->len;
-    size_t pos = l->pos, n;
-    if (len - pos < 16) return 0;
-    l->at = pos;
-    l->op = buf[pos];
-    switch (buf[pos]) {
-    case OP_BINGET:
-      l->pos = pos + 2;
-      TRY(memo_get(l, buf[pos + 1]));
-      break;
-    case OP_LONG_BINGET:
-      l->pos = pos + 5;
-      TRY(memo_get(l, le32(buf + pos + 1)));
-      break;
-    case OP_MEMOIZE:
-      l->pos = pos + 1;
-      TRY(memo_put_fast(l, l->memo_len));
-      break;
-    case OP_BINPUT:
-      l->pos = pos + 2;
-      TRY(memo_put_fast(l, buf[pos + 1]));
-      break;
-    case OP_LONG_BINPUT:
-      l->pos = pos + 5;
-      TRY(memo_put_fast(l, le32(buf + pos + 1)));
-      break;
-    case OP_MARK:
-      if (l->nmarks == l->mcap) return 0;
-      l->marks[l->nmarks++] = l->sp;
-      l->pos = pos + 1;
-      break;
-    case OP_BININT1:
-      l->pos = pos + 2;
-      TRY(push_int(l, buf[pos + 1]));
-      break;
-    case OP_BININT2:
-      l->pos = pos + 3;
-      TRY(push_int(l, buf[pos + 1] | buf[pos + 2] << 8));
-      break;
-    case OP_BININT:
-      l->pos = pos + 5;
-      TRY(push_int(l, (int32_t)le32(buf + pos + 1)));
-      break;
-    case OP_LONG1: {
-      /* At most 8 bytes, which can be read at once (len - pos >= 16). */
-      uint64_t u = le64(buf + pos + 2);
-      n = buf[pos + 1];
-      if (n > 8) return 0;
-      l->pos = pos + 2 + n;
-      if (n == 0) {
-        u = 0;
-      } else if (n < 8) { /* the n low bytes, sign-extended */
-        u &= ~(uint64_t)0 >> (64 - 8 * n);
-        if ((u >> (8 * n - 1)) & 1u) u |= ~(uint64_t)0 << (8 * n);
+    gpuplan__pv **const stack = l->stack;
+    size_t pos = l->pos, sp = l->sp, pushes = l->pushes, n, idx;
+    int64_t iv;
+    size_t room = l->scap - sp < l->lim.max_items - pushes ? l->scap - sp : l->lim.max_items - pushes;
+    gpuplan__pv *v;
+    for (;;) {
+      if (len - pos < 16) goto out;
+      switch (buf[pos]) {
+      case OP_BINGET:
+        idx = buf[pos + 1];
+        n = 2;
+        goto get;
+      case OP_LONG_BINGET:
+        idx = le32(buf + pos + 1);
+        n = 5;
+      get:
+        if (!room || !memo_has(l, idx)) goto out;
+        v = l->memo[idx];
+        /* stand-ins, and keys to skip (their value comes next): step's */
+        if (v->type == GPUPLAN__PV_SKIPPED || (v->seen & SKIPKEY && v->type == GPUPLAN__PV_STR)) goto out;
+        pos += n;
+        goto push;
+      case OP_MEMOIZE:
+        idx = l->memo_len;
+        n = 1;
+        goto put;
+      case OP_BINPUT:
+        idx = buf[pos + 1];
+        n = 2;
+        goto put;
+      case OP_LONG_BINPUT:
+        idx = le32(buf + pos + 1);
+        n = 5;
+      put:
+        if (sp <= (l->nmarks ? l->marks[l->nmarks - 1] : 0) || idx >= l->memo_cap || idx >= l->total ||
+            stack[sp - 1]->type == GPUPLAN__PV_SKIPPED)
+          goto out;
+        {
+          uint64_t *w = &l->mbits[idx / 64], bit = (uint64_t)1 << (idx % 64);
+          if (!(*w & bit)) l->memo_len++;
+          *w |= bit;
+          l->memo[idx] = stack[sp - 1];
+        }
+        pos += n;
+        break;
+      case OP_MARK:
+        if (l->nmarks == l->mcap) goto out;
+        l->marks[l->nmarks++] = sp;
+        pos++;
+        break;
+      case OP_BININT1:
+        iv = buf[pos + 1];
+        n = 2;
+        goto integer;
+      case OP_BININT2:
+        iv = buf[pos + 1] | buf[pos + 2] << 8;
+        n = 3;
+        goto integer;
+      case OP_BININT:
+        iv = (int32_t)le32(buf + pos + 1);
+        n = 5;
+        goto integer;
+      case OP_LONG1: {
+        /* At most 8 bytes, which can be read at once (len - pos >= 16). */
+        uint64_t u = le64(buf + pos + 2);
+        size_t w = buf[pos + 1];
+        if (w > 8) goto out;
+        if (w == 0) {
+          u = 0;
+        } else if (w < 8) { /* the w low bytes, sign-extended */
+          u &= ~(uint64_t)0 >> (64 - 8 * w);
+          if ((u >> (8 * w - 1)) & 1u) u |= ~(uint64_t)0 << (8 * w);
+        }
+        iv = to_signed(u);
+        n = 2 + w;
       }
-      TRY(push_int(l, to_signed(u)));
-      break;
+      integer:
+        if (!room) goto out;
+        if (l->ints) {
+          const int_seen *c = &l->ints[(size_t)(((uint64_t)iv * 0x9E3779B97F4A7C15ull) >> 40) & (l->nints - 1)];
+          v = c->v && c->i == iv ? c->v : NULL;
+        } else {
+          v = NULL;
+        }
+        if (!v && !(v = int_value(l, iv))) return nomem(l);
+        pos += n;
+        goto push;
+      case OP_NEWFALSE:
+      case OP_NEWTRUE:
+      case OP_NONE:
+        if (!room) goto out;
+        v = buf[pos] == OP_NONE ? l->none : buf[pos] == OP_NEWTRUE ? l->yes : l->no;
+        pos++;
+        goto push;
+      case OP_EMPTY_DICT:
+      case OP_EMPTY_LIST:
+        if (!room) goto out;
+        if (!(v = new_container(l, buf[pos] == OP_EMPTY_DICT ? GPUPLAN__PV_DICT : GPUPLAN__PV_LIST)))
+          return nomem(l);
+        pos++;
+        goto push;
+      case OP_SETITEMS:
+      case OP_APPENDS:
+        if (l->nmarks == 0) goto out;
+        l->at = pos;
+        l->op = buf[pos];
+        l->pos = pos + 1;
+        l->sp = sp;
+        l->pushes = pushes;
+        n = l->marks[--l->nmarks];
+        TRY(buf[pos] == OP_SETITEMS ? set_items(l, n) : extend(l, n));
+        goto again;
+      case OP_SHORT_BINUNICODE:
+        n = buf[pos + 1];
+        if (len - pos - 2 < n || !room) goto out;
+        l->at = pos;
+        l->op = buf[pos];
+        l->pos = pos + 2 + n;
+        l->sp = sp;
+        l->pushes = pushes;
+        TRY(push_bytes(l, GPUPLAN__PV_STR, buf + pos + 2, n));
+        goto again; /* a key to skip may have moved the window on */
+      default:
+        goto out;
+      }
+      continue;
+    push: /* room was looked at */
+      stack[sp++] = v;
+      pushes++, room--;
     }
-    case OP_NEWFALSE:
-      l->pos = pos + 1;
-      TRY(push(l, l->no));
-      break;
-    case OP_NEWTRUE:
-      l->pos = pos + 1;
-      TRY(push(l, l->yes));
-      break;
-    case OP_NONE:
-      l->pos = pos + 1;
-      TRY(push(l, l->none));
-      break;
-    case OP_EMPTY_DICT:
-    case OP_EMPTY_LIST:
-      if (!(v = new_container(l, buf[pos] == OP_EMPTY_DICT ? GPUPLAN__PV_DICT : GPUPLAN__PV_LIST))) return nomem(l);
-      l->pos = pos + 1;
-      TRY(push(l, v));
-      break;
-    case OP_SETITEMS:
-    case OP_APPENDS:
-      if (l->nmarks == 0) return 0;
-      l->pos = pos + 1;
-      n = l->marks[--l->nmarks];
-      TRY(buf[pos] == OP_SETITEMS ? set_items(l, n) : extend(l, n));
-      break;
-    case OP_SHORT_BINUNICODE:
-      n = buf[pos + 1];
-      if (len - pos - 2 < n) return 0;
-      l->pos = pos + 2 + n;
-      TRY(push_bytes(l, GPUPLAN__PV_STR, buf + pos + 2, n));
-      break;
-    default:
-      return 0;
-    }
+  again:
+    continue;
+  out:
+    l->pos = l->at = pos;
+    l->sp = sp;
+    l->pushes = pushes;
+    return 0;
   }
 }
 

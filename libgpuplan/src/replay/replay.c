@@ -175,14 +175,18 @@ static int conf_from_settings(gpuplan_ctx *ctx, const gpuplan__pv *set, gpuplan_
  * values: a key's pointer says which field it is, and its text is compared
  * only when a new one comes. */
 #define FIELDS_MAX 8
-#define FIELDS_OTHER 8
+#define FIELDS_SLOTS 32 /* a power of two */
 
 typedef struct fields {
   const char *const *names; /* NULL-terminated, at most FIELDS_MAX */
   size_t n, len[FIELDS_MAX];
-  const gpuplan__pv *known[FIELDS_MAX];   /* per name: the last key seen with its text */
-  const gpuplan__pv *other[FIELDS_OTHER]; /* keys seen that are none of the names */
-  size_t nother, next_other;
+  /* Keys seen, by their address: slot[h].i is the field the key slot[h].k
+   * names, or -1 for none of them (a slot is only a cache: a key that
+   * lost its slot has its text compared again). */
+  struct {
+    const gpuplan__pv *k;
+    int i;
+  } slot[FIELDS_SLOTS];
 } fields;
 
 static void fields_init(fields *f, const char *const *names) {
@@ -197,26 +201,27 @@ static void fields_init(fields *f, const char *const *names) {
 /* v[i]: the value of the last pair of d whose key is the str names[i], or
  * NULL; what gpuplan__pv_get(d, names[i]) gives, in one pass over d. */
 static void fields_get(fields *f, const gpuplan__pv *d, const gpuplan__pv **v) {
-  size_t i, j, o;
+  size_t i, j;
   for (i = 0; i < f->n; i++) v[i] = NULL;
   if (!d || d->type != GPUPLAN__PV_DICT) return;
   for (j = 0; j < d->u.dict.n; j++) {
     const gpuplan__pv *k = d->u.dict.keys[j];
-    for (i = 0; i < f->n && k != f->known[i]; i++) continue;
-    if (i == f->n) {
-      for (o = 0; o < f->nother && k != f->other[o]; o++) continue;
-      if (o < f->nother || k->type != GPUPLAN__PV_STR) continue;
-      for (i = 0; i < f->n; i++)
-        if (k->u.str.len == f->len[i] && memcmp(k->u.str.s, f->names[i], f->len[i]) == 0) break;
-      if (i == f->n) {
-        f->other[f->next_other] = k;
-        f->next_other = (f->next_other + 1) % FIELDS_OTHER;
-        if (f->nother < FIELDS_OTHER) f->nother++;
-        continue;
-      }
-      f->known[i] = k;
+    size_t h = (size_t)(((uintptr_t)k >> 3) * 0x9E3779B97F4A7C15ull >> 40) & (FIELDS_SLOTS - 1);
+    int at;
+    if (f->slot[h].k == k) {
+      at = f->slot[h].i;
+    } else {
+      at = -1;
+      if (k->type == GPUPLAN__PV_STR)
+        for (i = 0; i < f->n; i++)
+          if (k->u.str.len == f->len[i] && memcmp(k->u.str.s, f->names[i], f->len[i]) == 0) {
+            at = (int)i;
+            break;
+          }
+      f->slot[h].k = k;
+      f->slot[h].i = at;
     }
-    v[i] = d->u.dict.vals[j];
+    if (at >= 0) v[at] = d->u.dict.vals[j];
   }
 }
 
@@ -813,25 +818,30 @@ static long t_eq(const tpool *t, long root, uint64_t key) {
   return x >= 0 && t->v[x].b.addr == key ? x : -1;
 }
 
+/* Insert: down to where the new node's priority puts it, and what lies
+ * below there is split around it. */
 static int t_insert(tpool *t, size_t seg, const rblock *b) {
-  long k = t_new(t, b), l, r;
+  long k = t_new(t, b), *link;
   if (k < 0) return gpuplan__nomem(t->ctx);
-  t_split(t, t->root[seg], b->addr, &l, &r);
-  t->root[seg] = t_merge(t, t_merge(t, l, k), r);
+  link = &t->root[seg];
+  while (*link >= 0 && t->v[*link].pri > t->v[k].pri)
+    link = t->v[*link].b.addr < b->addr ? &t->v[*link].r : &t->v[*link].l;
+  t_split(t, *link, b->addr, &t->v[k].l, &t->v[k].r);
+  *link = k;
   t->count[seg]++;
   return GPUPLAN_OK;
 }
 
+/* Erase the node at key (if any): its two subtrees merge in its place. */
 static void t_erase(tpool *t, size_t seg, uint64_t key) {
-  long l, m, r;
-  t_split(t, t->root[seg], key, &l, &m);
-  t_split(t, m, key + 1, &m, &r);
-  if (m >= 0) {
-    t->v[m].l = t->freed;
-    t->freed = m;
-    t->count[seg]--;
-  }
-  t->root[seg] = t_merge(t, l, r);
+  long *link = &t->root[seg], m;
+  while (*link >= 0 && t->v[*link].b.addr != key)
+    link = t->v[*link].b.addr < key ? &t->v[*link].r : &t->v[*link].l;
+  if ((m = *link) < 0) return;
+  *link = t_merge(t, t->v[m].l, t->v[m].r);
+  t->v[m].l = t->freed;
+  t->freed = m;
+  t->count[seg]--;
 }
 
 /* In-order into a segment's array (which has room for count blocks). */
