@@ -9,9 +9,11 @@
  *                   replay, then gpuplan_snapshot_free(); budget 3 M/s;
  *
  * and, for information, a what-if replay under expandable_segments, the
- * load alone in MB/s, and the host memory a load holds at its peak as a
+ * load alone in MB/s, the host memory a load holds at its peak as a
  * multiple of the file's size (the loader reads a window of the file, not
- * a copy of it).  Each figure is the fastest of several repetitions
+ * a copy of it), and the fixed cost of a load + replay (a snapshot of a
+ * few events from tests/data/replay), which bounds the rate of a short
+ * trace whatever the parser does.  Each figure is the fastest of several repetitions
  * (the median is printed beside it), so that a loaded machine shows its
  * quiet moments.  Prints rates and ratios to the budgets, and the slowest
  * trace of each; asserts nothing about time.
@@ -196,6 +198,34 @@ int main(int argc, char **argv) {
     printf("  %-28s %6zu %6.2f  %6.2f (%6.2f) = %5.2fx      %6.2f (%6.2f) = %5.2fx      %6.2f M/s  %9.1f  %8.2fx\n",
            files[f], ev, (double)bytes / 1e6, rate / 1e6, rate_med / 1e6, rate / REPLAY_BUDGET, lr / 1e6,
            lr_med / 1e6, lr / LOAD_REPLAY_BUDGET, wrate / 1e6, load, (double)load_peak(path) / (double)bytes);
+  }
+  {
+    /* The fixed cost of a load + replay (open, read, set up the loader,
+     * the snapshot and the allocator, free them): a few-event snapshot,
+     * which bounds what a short trace can reach. */
+    char path[1024];
+    gpuplan_snapshot *s;
+    gpuplan_replay_result r;
+    double t0, started, floor_s;
+    size_t ev;
+    snprintf(path, sizeof path, "%s/../replay/private-pool.pickle", dir);
+    t.n = 0;
+    started = now();
+    do {
+      t0 = now();
+      if (gpuplan_snapshot_load(ctx, path, 0, &s)) {
+        fprintf(stderr, "bench_replay: %s: %s\n", path, gpuplan_errmsg(ctx));
+        return 1;
+      }
+      if (gpuplan_snapshot_replay(ctx, s, NULL, &r)) return 1;
+      ev = gpuplan_snapshot_event_count(s);
+      gpuplan_snapshot_free(s);
+      t.t[t.n++] = now() - t0;
+    } while (more(&t, started));
+    floor_s = t_min(&t);
+    printf("fixed cost: load + replay of private-pool.pickle (%zu events): %.1f us; at that cost alone a 33-event "
+           "trace reaches %.2f M events/s\n",
+           ev, floor_s * 1e6, 33 / floor_s / 1e6);
   }
   if (slow_rate_file)
     printf("slowest exact replay: %s, %.2f M events/s = %.2fx the %.0f M/s budget\n", slow_rate_file,

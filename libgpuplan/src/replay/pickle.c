@@ -223,7 +223,7 @@ static int truncated(loader *l) {
 /* --- the window (gpuplan__pickle_load_reader) ------------------------------ */
 
 #define WINDOW ((size_t)256 << 10)      /* the window's starting size */
-#define WINDOW_AHEAD ((size_t)64 << 10) /* bytes kept ahead of the opcode being run */
+#define WINDOW_AHEAD ((size_t)16 << 10) /* bytes kept ahead of the opcode being run */
 #define MEMO_FIRST_MAX ((size_t)1 << 22)  /* the most memo entries sized from the input */
 #define STORE_FIRST_MAX ((size_t)64 << 20) /* the most bytes of store sized from the input */
 

@@ -693,6 +693,16 @@ static long pseg_find(rseg *const *v, size_t n, uint64_t addr) {
   return -1;
 }
 
+/* pseg_find, trying *hint first (the segment found last: a trace's next
+ * event is often in it); *hint becomes the segment found.  Segments do
+ * not overlap, so a hint that still holds addr is the answer whatever
+ * was inserted or erased since. */
+static long pseg_find_hint(rseg *const *v, size_t n, uint64_t addr, long *hint) {
+  long h = *hint;
+  if (h >= 0 && (size_t)h < n && v[h]->addr <= addr && addr - v[h]->addr < v[h]->size) return h;
+  return *hint = pseg_find(v, n, addr);
+}
+
 static int diverge(gpuplan_replay_result *r, size_t i, const char *fmt, ...)
     GPUPLAN_PRINTF(3, 4);
 static int diverge(gpuplan_replay_result *r, size_t i, const char *fmt, ...) {
@@ -1060,13 +1070,14 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
                         const overrides *ov) {
   size_t i = s->nev;
   gpuplan_ctx *ctx = t->ctx;
+  long hint = -1;
   while (i-- > 0) {
     const gpuplan_alloc_event *e = &s->ev[i];
     long si, x, nx, px;
     rseg *g;
     switch (e->action) {
     case GPUPLAN_ACT_ALLOC:
-      si = pseg_find(st->v, st->n, e->addr);
+      si = pseg_find_hint(st->v, st->n, e->addr, &hint);
       if (si < 0) return diverge(r, i, "rebuilding: alloc at 0x%llx lies in no segment", (unsigned long long)e->addr), GPUPLAN_OK;
       g = st->v[si];
       x = t_eq(t, t->root[si], e->addr);
@@ -1089,7 +1100,7 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
     case GPUPLAN_ACT_FREE_COMPLETED: {
       uint64_t rsz = gpuplan__round_size(&s->conf, e->size), end, tail;
       rblock mid, f;
-      si = pseg_find(st->v, st->n, e->addr);
+      si = pseg_find_hint(st->v, st->n, e->addr, &hint);
       if (si < 0) return diverge(r, i, "rebuilding: free at 0x%llx lies in no segment", (unsigned long long)e->addr), GPUPLAN_OK;
       g = st->v[si];
       x = t_le(t, t->root[si], e->addr);
@@ -1139,7 +1150,7 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
       break;
     }
     case GPUPLAN_ACT_SEGMENT_ALLOC:
-      si = pseg_find(st->v, st->n, e->addr);
+      si = pseg_find_hint(st->v, st->n, e->addr, &hint);
       if (si < 0 || st->v[si]->addr != e->addr || t->count[si] != 1 || t->v[t->root[si]].b.allocated)
         return diverge(r, i, "rebuilding: segment_alloc at 0x%llx is not a whole free segment", (unsigned long long)e->addr), GPUPLAN_OK;
       t_erase(t, (size_t)si, e->addr);
