@@ -101,6 +101,30 @@ static int more(const timing *t, double started) {
   return t->n < MIN_REPS || (t->n < MAX_REPS && now() - started < TIME_PER_FIGURE);
 }
 
+/* Load + exact replay + free of path, repeated into *t; 0, or 1 with a
+ * message when it fails or does not replay exactly. */
+static int time_load_replay(gpuplan_ctx *ctx, const char *path, timing *t) {
+  double t0, started = now();
+  t->n = 0;
+  do {
+    gpuplan_snapshot *s;
+    gpuplan_replay_result r;
+    t0 = now();
+    if (gpuplan_snapshot_load(ctx, path, 0, &s)) {
+      fprintf(stderr, "bench_replay: %s: %s\n", path, gpuplan_errmsg(ctx));
+      return 1;
+    }
+    if (gpuplan_snapshot_replay(ctx, s, NULL, &r) || !r.exact) {
+      fprintf(stderr, "bench_replay: %s does not replay exactly: %s\n", path, r.divergence);
+      gpuplan_snapshot_free(s);
+      return 1;
+    }
+    gpuplan_snapshot_free(s);
+    t->t[t->n++] = now() - t0;
+  } while (more(t, started));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static const char *files[] = {"linear-grad.pickle",          "linear-no-grad.pickle",
                                 "cs336-small-forward.pickle",  "cs336-ctx128-forward.pickle",
@@ -152,18 +176,7 @@ int main(int argc, char **argv) {
     load = (double)bytes / t_min(&t) / 1e6;
 
     /* Load + exact replay (+ free), as the CLI does it. */
-    t.n = 0;
-    started = now();
-    do {
-      t0 = now();
-      if (gpuplan_snapshot_load(ctx, path, 0, &s)) return 1;
-      if (gpuplan_snapshot_replay(ctx, s, NULL, &r) || !r.exact) {
-        fprintf(stderr, "bench_replay: %s does not replay exactly: %s\n", path, r.divergence);
-        return 1;
-      }
-      gpuplan_snapshot_free(s);
-      t.t[t.n++] = now() - t0;
-    } while (more(&t, started));
+    if (time_load_replay(ctx, path, &t)) return 1;
 
     if (gpuplan_snapshot_load(ctx, path, 0, &s)) return 1;
     ev = gpuplan_snapshot_event_count(s);
@@ -205,23 +218,13 @@ int main(int argc, char **argv) {
      * which bounds what a short trace can reach. */
     char path[1024];
     gpuplan_snapshot *s;
-    gpuplan_replay_result r;
-    double t0, started, floor_s;
+    double floor_s;
     size_t ev;
     snprintf(path, sizeof path, "%s/../replay/private-pool.pickle", dir);
-    t.n = 0;
-    started = now();
-    do {
-      t0 = now();
-      if (gpuplan_snapshot_load(ctx, path, 0, &s)) {
-        fprintf(stderr, "bench_replay: %s: %s\n", path, gpuplan_errmsg(ctx));
-        return 1;
-      }
-      if (gpuplan_snapshot_replay(ctx, s, NULL, &r)) return 1;
-      ev = gpuplan_snapshot_event_count(s);
-      gpuplan_snapshot_free(s);
-      t.t[t.n++] = now() - t0;
-    } while (more(&t, started));
+    if (time_load_replay(ctx, path, &t)) return 1;
+    if (gpuplan_snapshot_load(ctx, path, 0, &s)) return 1;
+    ev = gpuplan_snapshot_event_count(s);
+    gpuplan_snapshot_free(s);
     floor_s = t_min(&t);
     printf("fixed cost: load + replay of private-pool.pickle (%zu events): %.1f us; at that cost alone a 33-event "
            "trace reaches %.2f M events/s\n",

@@ -962,6 +962,14 @@ static int lazy_is(const loader *l, const gpuplan__pv *v, int kind) {
     l->stack[l->sp++] = sv_;                                                \
   } while (0)
 
+/* For the hot loops (skip_hot, run_fast): the pushes allowed before
+ * looking again, room on the stack and below the values limit, from sp
+ * and pushes as they hold them (pops give none back there). */
+HOT size_t push_room(const loader *l, size_t sp, size_t pushes) {
+  size_t stack = l->scap - sp, limit = l->lim.max_items - pushes;
+  return stack < limit ? stack : limit;
+}
+
 /* The skip machine's common opcodes (those a frame's dict and a frames
  * list are made of), run with the machine's state in locals, inside the
  * skipped value's own marks.  Each does exactly what skip_value's loop
@@ -978,9 +986,7 @@ static int skip_hot(loader *l, size_t base, size_t m0) {
   size_t *const marks = l->marks;
   const size_t mcap = l->mcap;
   size_t pos = l->pos, sp = l->sp, nmarks = l->nmarks, pushes = l->pushes;
-  /* Pushes allowed before looking again: room on the stack, and below the
-   * limit (pops do not give any back here). */
-  size_t room = l->scap - sp < l->lim.max_items - pushes ? l->scap - sp : l->lim.max_items - pushes;
+  size_t room = push_room(l, sp, pushes);
   while (nmarks > m0 && len - pos >= 16) {
     size_t n, k, idx;
     switch (buf[pos]) {
@@ -1862,7 +1868,7 @@ static int run_fast(loader *l) {
     gpuplan__pv **const stack = l->stack;
     size_t pos = l->pos, sp = l->sp, pushes = l->pushes, n, idx;
     int64_t iv;
-    size_t room = l->scap - sp < l->lim.max_items - pushes ? l->scap - sp : l->lim.max_items - pushes;
+    size_t room = push_room(l, sp, pushes);
     gpuplan__pv *v;
     for (;;) {
       if (len - pos < 16) goto out;
