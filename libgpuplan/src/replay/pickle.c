@@ -973,10 +973,11 @@ HOT size_t push_room(const loader *l, size_t sp, size_t pushes) {
 /* The skip machine's common opcodes (those a frame's dict and a frames
  * list are made of), run with the machine's state in locals, inside the
  * skipped value's own marks.  Each does exactly what skip_value's loop
- * does with it; at the first opcode that needs more (a run of references
- * starting a list's items, the window's end, room for the stack or the
- * marks, a check that fails, any other opcode) the state is stored back
- * and that loop takes the opcode.  Returns 0, or an error from memo_put. */
+ * does with it; at the first opcode that needs more (references among a
+ * list's items, which may be a run the run cache knows; the window's end,
+ * room for the stack or the marks, a check that fails, any other opcode)
+ * the state is stored back and that loop takes the opcode.  Returns 0, or
+ * an error from memo_put. */
 static int skip_hot(loader *l, size_t base, size_t m0) {
   const unsigned char *const buf = l->buf;
   const size_t len = l->len;
@@ -1850,9 +1851,6 @@ static int step(loader *l, int *stop) {
   }
 }
 
-/* The opcodes of a torch snapshot's dicts and lists as step() runs them,
- * with less around each: runs them until one it does not take (or one that
- * might not fit the input), which step() then runs. */
 /* The loader's common opcodes (those of a snapshot's dicts of scalars),
  * with the machine's state in locals.  Each does what step does with it;
  * at the first opcode that needs more (the window's end, room on the
