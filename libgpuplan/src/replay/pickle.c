@@ -114,7 +114,7 @@ typedef struct int_seen {
 #define RUN_HEAD 16
 #define RUN_SCAN 4096 /* how far the first APPENDS byte is looked for */
 typedef struct run_seen {
-  uint64_t off; /* in the input (the window's base + its position) */
+  uint64_t off; /* its bytes: in the input (whole), or in the run store (rd) */
   size_t len, cnt;
   uint64_t head; /* a fingerprint of the first RUN_HEAD bytes */
 } run_seen;
@@ -149,6 +149,9 @@ typedef struct loader {
   unsigned char *run_next; /* per bucket: the way replaced next */
   size_t nruns;
   int runs_failed;    /* out of memory for them: go without */
+  unsigned char *rstore; /* the bytes of the runs remembered, where the window moves on */
+  size_t rstore_len, rstore_cap;
+  int runs_stored;    /* runs[].off is in rstore (else in the input, which stays whole) */
   unsigned char *bump; /* lalloc's current region of the arena */
   size_t bump_left, bump_next;
   char point;         /* the C library's decimal point, '\0' until needed */
@@ -941,7 +944,45 @@ static int make_runs(loader *l) {
   l->runs = m;
   l->run_next = (unsigned char *)(l->runs + buckets * RUN_WAYS);
   l->nruns = buckets * RUN_WAYS;
+  /* A window that holds the whole input never moves on: runs stay there. */
+  l->runs_stored = l->rd && l->total > l->wcap;
   return 1;
+}
+
+/* Room to remember a run of n bytes: always where the input stays whole;
+ * where the window moves on, in the run store, up to an eighth of the
+ * input (1 MiB at least, 16 MiB at most).  0 when there is none, which
+ * only costs time. */
+#define RSTORE_MIN ((size_t)1 << 20)
+#define RSTORE_MAX ((size_t)16 << 20)
+static int run_keep(loader *l, size_t n) {
+  size_t most = l->total / 8 < RSTORE_MIN ? RSTORE_MIN : l->total / 8 > RSTORE_MAX ? RSTORE_MAX : (size_t)(l->total / 8);
+  if (!l->runs_stored) return 1;
+  if (n > most - l->rstore_len || l->rstore_len > most) return 0;
+  if (l->rstore_cap - l->rstore_len < n) {
+    size_t cap = l->rstore_cap ? 2 * l->rstore_cap : 16384;
+    void *m;
+    while (cap - l->rstore_len < n) cap *= 2;
+    if (cap > most) cap = most;
+    if (!(m = gpuplan__realloc(l->ctx, l->rstore, cap))) return 0;
+    l->rstore = m;
+    l->rstore_cap = cap;
+  }
+  return 1;
+}
+
+/* A fingerprint of the d bytes at p (d >= RUN_HEAD; else of the first
+ * RUN_HEAD bytes): their length, their last 8 bytes and 8 of every 24.
+ * Runs of one program share their outer frames and often their last
+ * ones: a fingerprint of the ends alone puts many runs in one bucket,
+ * where they evict each other; every byte costs more than the misses. */
+#define RUN_STRIDE 24
+static uint64_t run_hash(const unsigned char *p, size_t d) {
+  uint64_t h = (uint64_t)d * 0x100000001b3ull;
+  size_t i;
+  if (d < RUN_HEAD) return h ^ le64(p) ^ le64(p + 8) * 0x9E3779B97F4A7C15ull;
+  for (i = 0; i + 8 <= d; i += RUN_STRIDE) h = (h ^ le64(p + i)) * 0x9E3779B97F4A7C15ull;
+  return (h ^ le64(p + d - 8)) * 0xff51afd7ed558ccdull;
 }
 
 static int lazy_is(const loader *l, const gpuplan__pv *v, int kind) {
@@ -1130,22 +1171,20 @@ static int skip_value(loader *l) {
         /* The same run of references again (a program's steps repeat its
          * stack frames): bytes equal to a run read before, and followed by
          * an APPENDS as it was, are the same opcodes, and their memo
-         * entries are still set.  Runs of one stack begin alike (its outer
-         * frames): the fingerprint takes the first bytes, the place of the
-         * first APPENDS byte and the bytes before it. */
+         * entries are still set.  The fingerprint is of the bytes up to the
+         * first APPENDS byte (run_hash). */
         run_seen *b;
         size_t w, span = len - pos < RUN_SCAN ? len - pos : RUN_SCAN, d;
         const unsigned char *e = memchr(buf + pos, OP_APPENDS, span);
         d = e ? (size_t)(e - (buf + pos)) : 0;
-        head = le64(buf + pos) ^ ((uint64_t)d * 0x100000001b3ull) ^
-               (d >= RUN_HEAD ? le64(buf + pos + d - 8) * 0x9E3779B97F4A7C15ull : 0);
+        head = run_hash(buf + pos, d);
         bucket = (size_t)((head * 0x9E3779B97F4A7C15ull) >> 40) & (l->nruns / RUN_WAYS - 1);
         b = &l->runs[bucket * RUN_WAYS];
         for (w = 0; w < RUN_WAYS; w++) {
           const run_seen *c = &b[w];
           if (c->len && c->head == head && c->len < len - pos &&
               (buf[pos + c->len] == OP_APPENDS || buf[pos + c->len] == OP_ADDITEMS) &&
-              c->off >= l->base && memcmp(buf + pos, buf + (c->off - l->base), c->len) == 0) {
+              memcmp(buf + pos, (l->runs_stored ? l->rstore : buf) + c->off, c->len) == 0) {
             pos += c->len;
             cnt = c->cnt;
             break;
@@ -1163,12 +1202,20 @@ static int skip_value(loader *l) {
           pos += 2 + 3 * (size_t)wide;
           cnt++;
         }
-        if (rs && pos - l->pos >= RUN_HEAD && pos < len && (buf[pos] == OP_APPENDS || buf[pos] == OP_ADDITEMS)) {
+        if (rs && pos - l->pos >= RUN_HEAD && pos < len && (buf[pos] == OP_APPENDS || buf[pos] == OP_ADDITEMS) &&
+            run_keep(l, pos - l->pos)) {
           rs += l->run_next[bucket];
           l->run_next[bucket] = (unsigned char)((l->run_next[bucket] + 1) % RUN_WAYS);
           rs->head = head;
-          rs->off = l->base + l->pos;
           rs->len = pos - l->pos;
+          if (l->runs_stored) {
+            /* (the window will move on: the run's bytes are kept) */
+            memcpy(l->rstore + l->rstore_len, buf + l->pos, rs->len);
+            rs->off = l->rstore_len;
+            l->rstore_len += rs->len;
+          } else {
+            rs->off = l->pos;
+          }
           rs->cnt = cnt;
         }
       }
@@ -2212,6 +2259,7 @@ done:
   gpuplan__free(ctx, l.mbits);
   gpuplan__free(ctx, l.moff);
   gpuplan__free(ctx, l.runs);
+  gpuplan__free(ctx, l.rstore);
   gpuplan__free(ctx, l.ints);
   gpuplan__free(ctx, l.win);
   gpuplan__free(ctx, l.store);
