@@ -1598,7 +1598,19 @@ static void test_pickle__skip_errors_match_plain_load(void **state) {
 
 /* --- out of memory ----------------------------------------------------------- */
 
-static void oom_sweep_ex(const void *data, size_t len, int persistent, const char *const *skip) {
+/* Fail the n-th allocation of a load, for every n until none fails: each
+ * ends in the result or in a clean "out of memory" that leaves the
+ * context usable.  w: through a reader's window of that shape (its own
+ * allocations too: the window, its growth, the stores), else the buffer. */
+static int oom_load(loaded *L, const void *data, size_t len, const char *const *skip, const size_t *w) {
+  gpuplan__pickle_reader rd;
+  mem_in m;
+  if (!w) return gpuplan__pickle_load_skip(L->ctx, data, len, NULL, skip, &L->p, &L->root);
+  reader_for(&rd, &m, data, len, w);
+  return gpuplan__pickle_load_reader(L->ctx, &rd, NULL, skip, &L->p, &L->root);
+}
+
+static void oom_sweep_ex(const void *data, size_t len, int persistent, const char *const *skip, const size_t *w) {
   long long n;
   for (n = 0;; n++) {
     loaded L;
@@ -1607,49 +1619,17 @@ static void oom_sweep_ex(const void *data, size_t len, int persistent, const cha
     L.c.calls = 0;
     L.c.fail_at = n;
     L.c.persistent = persistent;
-    L.rc = gpuplan__pickle_load_skip(L.ctx, data, len, NULL, skip, &L.p, &L.root);
+    L.rc = oom_load(&L, data, len, skip, w);
     L.c.fail_at = -1;
     if (L.rc != GPUPLAN_OK && L.rc != GPUPLAN_ENOMEM)
-      fail_msg("N=%lld: rc=%s %s", n, gpuplan_errname(L.rc), gpuplan_errmsg(L.ctx));
+      fail_msg("%sN=%lld: rc=%s %s", w ? "window, " : "", n, gpuplan_errname(L.rc), gpuplan_errmsg(L.ctx));
     if (L.rc == GPUPLAN_ENOMEM) {
       assert_true(L.c.failures > 0);
       assert_null(L.root);
       assert_string_equal(gpuplan_errmsg(L.ctx), "out of memory");
       /* The context is still usable. */
       gpuplan__pickle_free(&L.p);
-      assert_int_equal(gpuplan__pickle_load_skip(L.ctx, data, len, NULL, skip, &L.p, &L.root), GPUPLAN_OK);
-    }
-    unload(&L);
-    if (L.c.failures == 0) {
-      assert_int_equal(L.rc, GPUPLAN_OK);
-      break;
-    }
-  }
-  assert_true(n > 0);
-}
-
-/* The same through a reader's window (its own allocations: the window,
- * its growth, the store of unbuilt strings). */
-static void oom_sweep_window(const void *data, size_t len, int persistent, const size_t w[3]) {
-  long long n;
-  for (n = 0;; n++) {
-    loaded L;
-    gpuplan__pickle_reader rd;
-    mem_in m;
-    reader_for(&rd, &m, data, len, w);
-    counting_init(&L.c);
-    L.ctx = counting_ctx(&L.c);
-    L.c.calls = 0;
-    L.c.fail_at = n;
-    L.c.persistent = persistent;
-    L.rc = gpuplan__pickle_load_reader(L.ctx, &rd, NULL, snapshot_skip, &L.p, &L.root);
-    L.c.fail_at = -1;
-    if (L.rc != GPUPLAN_OK && L.rc != GPUPLAN_ENOMEM)
-      fail_msg("window, N=%lld: rc=%s %s", n, gpuplan_errname(L.rc), gpuplan_errmsg(L.ctx));
-    if (L.rc == GPUPLAN_ENOMEM) {
-      assert_true(L.c.failures > 0);
-      assert_null(L.root);
-      assert_string_equal(gpuplan_errmsg(L.ctx), "out of memory");
+      assert_int_equal(oom_load(&L, data, len, skip, w), GPUPLAN_OK);
     }
     unload(&L);
     if (L.c.failures == 0) {
@@ -1661,10 +1641,10 @@ static void oom_sweep_window(const void *data, size_t len, int persistent, const
 }
 
 static void oom_sweep(const void *data, size_t len, int persistent) {
-  oom_sweep_ex(data, len, persistent, NULL);
-  oom_sweep_ex(data, len, persistent, snapshot_skip);
-  oom_sweep_window(data, len, persistent, windows[1]);
-  oom_sweep_window(data, len, persistent, windows[3]);
+  oom_sweep_ex(data, len, persistent, NULL, NULL);
+  oom_sweep_ex(data, len, persistent, snapshot_skip, NULL);
+  oom_sweep_ex(data, len, persistent, snapshot_skip, windows[1]);
+  oom_sweep_ex(data, len, persistent, snapshot_skip, windows[3]);
 }
 
 static void test_pickle__oom_sweep(void **state) {

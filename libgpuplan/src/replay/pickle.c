@@ -515,6 +515,11 @@ static int adopt(loader *l, gpuplan__pv *c, gpuplan__pv *const *items, size_t n)
   return 0;
 }
 
+/* The integer cache's slot for i (l->ints made). */
+HOT int_seen *int_slot(const loader *l, int64_t i) {
+  return &l->ints[(size_t)(((uint64_t)i * 0x9E3779B97F4A7C15ull) >> 40) & (l->nints - 1)];
+}
+
 /* An integer value: the cache's when it holds i, else a new one (NULL when
  * out of memory). */
 static gpuplan__pv *int_value(loader *l, int64_t i) {
@@ -527,7 +532,7 @@ static gpuplan__pv *int_value(loader *l, int64_t i) {
     else l->ints_failed = 1; /* only costs memory */
   }
   if (l->ints) {
-    c = &l->ints[(size_t)(((uint64_t)i * 0x9E3779B97F4A7C15ull) >> 40) & (l->nints - 1)];
+    c = int_slot(l, i);
     if (c->v && c->i == i) return c->v;
   }
   if (!(v = newv(l, GPUPLAN__PV_INT, 0))) return NULL;
@@ -739,12 +744,54 @@ static size_t lazy_where(const loader *l) {
   return l->str_stored != SIZE_MAX ? l->str_stored : l->store_len;
 }
 
+/* Whether top, PUT at at, is an unbuilt string to keep as one (the skip
+ * machine's string just pushed, whose opcode can be found again). */
+HOT int memo_lazy(const loader *l, const gpuplan__pv *top, size_t at) {
+  return top == &l->lazy[LZ_SCALAR] && at == l->str_end && lazy_where(l) <= UINT32_MAX;
+}
+
+/* Whether memo_set can record entry idx without growing anything: the
+ * memo, and for an unbuilt string the stand-ins' offsets and the store. */
+HOT int memo_ready(const loader *l, uint64_t idx, int lazy) {
+  return idx < l->memo_cap &&
+         (!lazy || (l->moff && l->moff_cap >= l->memo_cap &&
+                    (!l->rd || l->str_stored != SIZE_MAX || l->store_cap - l->store_len >= l->str_end - l->str_at)));
+}
+
+/* Record top as memo entry idx, where memo_ready says there is room.
+ * lazy (memo_lazy): an unbuilt string, built from its opcode if wanted
+ * outside (memo_get), the opcode copied to store where the window moves
+ * on; after: where its PUT ends (a second PUT of it may follow). */
+HOT void memo_set(loader *l, uint64_t idx, gpuplan__pv *top, int lazy, size_t after) {
+  uint64_t *w = &l->mbits[idx / 64], bit = (uint64_t)1 << (idx % 64);
+  if (!(*w & bit)) l->memo_len++;
+  *w |= bit;
+  if (lazy) {
+    if (l->rd && l->str_stored == SIZE_MAX) {
+      memcpy(l->store + l->store_len, l->buf + l->str_at, l->str_end - l->str_at);
+      l->str_stored = l->store_len;
+      l->store_len += l->str_end - l->str_at;
+    }
+    l->moff[idx] = (uint32_t)(l->rd ? l->str_stored : l->str_at);
+    l->memo[idx] = &l->lazy[LZ_STR];
+    l->str_end = after;
+    return;
+  }
+  /* A stand-in for a string fetched from the memo: its opcode is unknown
+   * here, so the new entry cannot be built if wanted (memo_get restarts). */
+  l->memo[idx] = top == &l->lazy[LZ_STR] ? &l->lazy[LZ_SCALAR] : top;
+}
+
 static int memo_put(loader *l, uint64_t idx) {
+  gpuplan__pv *top;
+  int lazy;
   if (l->sp == 0 || avail(l) == 0) return underflow(l);
   /* Picklers number memo entries 0, 1, 2, ... and each entry costs at least
    * two bytes of input, so a larger index is malformed; refusing it keeps a
    * hostile index from sizing the memo. */
   if (idx >= l->total) return fail(l, "memo index %llu out of range", (unsigned long long)idx);
+  top = l->stack[l->sp - 1];
+  lazy = memo_lazy(l, top, l->at);
   if (idx >= l->memo_cap) {
     size_t old = l->memo_cap, cap = l->memo_cap;
     void *m = l->memo, *b = l->mbits;
@@ -760,46 +807,23 @@ static int memo_put(loader *l, uint64_t idx) {
     memset(l->mbits + (old + 63) / 64, 0, ((cap + 63) / 64 - (old + 63) / 64) * sizeof *l->mbits);
     l->memo_cap = cap;
   }
-  if (!memo_has(l, idx)) l->memo_len++;
-  l->mbits[idx / 64] |= (uint64_t)1 << (idx % 64);
-  if (l->stack[l->sp - 1] == &l->lazy[LZ_SCALAR] && l->at == l->str_end && lazy_where(l) <= UINT32_MAX) {
-    /* A string the skip machine did not build, memoized right after it
-     * was pushed: built from its opcode if wanted outside (memo_get). */
-    if (l->rd && l->str_stored == SIZE_MAX) {
-      /* The window moves on: the opcode is kept in store. */
-      size_t n = l->str_end - l->str_at;
-      if (l->store_cap - l->store_len < n) {
-        void *m = l->store;
-        /* First sized from the input (a snapshot's unbuilt frame strings
-         * are about a sixth of it). */
-        size_t want = l->store_cap == 0 && l->total / 8 > n ? (size_t)(l->total / 8 < STORE_FIRST_MAX ? l->total / 8 : STORE_FIRST_MAX) : n;
-        if (want < l->store_len + n) want = l->store_len + n;
-        TRY(grow(l, &m, &l->store_cap, want, 1));
-        l->store = m;
-      }
-      memcpy(l->store + l->store_len, l->buf + l->str_at, n);
-      l->str_stored = l->store_len;
-      l->store_len += n;
-    }
-    if (!l->moff) {
-      void *m = NULL;
-      size_t cap = 0;
-      TRY(grow(l, &m, &cap, l->memo_cap, sizeof *l->moff));
-      l->moff = m;
-      l->moff_cap = cap;
-    } else if (l->moff_cap < l->memo_cap) {
-      void *m = l->moff;
-      TRY(grow(l, &m, &l->moff_cap, l->memo_cap, sizeof *l->moff));
-      l->moff = m;
-    }
-    l->moff[idx] = (uint32_t)(l->rd ? l->str_stored : l->str_at);
-    l->memo[idx] = &l->lazy[LZ_STR];
-    l->str_end = l->pos; /* a second PUT of it */
-    return 0;
+  if (lazy && l->rd && l->str_stored == SIZE_MAX && l->store_cap - l->store_len < l->str_end - l->str_at) {
+    /* The window moves on: the string's opcode is kept in store. */
+    size_t n = l->str_end - l->str_at;
+    void *m = l->store;
+    /* First sized from the input (a snapshot's unbuilt frame strings
+     * are about a sixth of it). */
+    size_t want = l->store_cap == 0 && l->total / 8 > n ? (size_t)(l->total / 8 < STORE_FIRST_MAX ? l->total / 8 : STORE_FIRST_MAX) : n;
+    if (want < l->store_len + n) want = l->store_len + n;
+    TRY(grow(l, &m, &l->store_cap, want, 1));
+    l->store = m;
   }
-  /* A stand-in for a string fetched from the memo: its opcode is unknown
-   * here, so the new entry cannot be built if wanted (memo_get restarts). */
-  l->memo[idx] = l->stack[l->sp - 1] == &l->lazy[LZ_STR] ? &l->lazy[LZ_SCALAR] : l->stack[l->sp - 1];
+  if (lazy && l->moff_cap < l->memo_cap) {
+    void *m = l->moff;
+    TRY(grow(l, &m, &l->moff_cap, l->memo_cap, sizeof *l->moff));
+    l->moff = m;
+  }
+  memo_set(l, idx, top, lazy, l->pos);
   return 0;
 }
 
@@ -1024,7 +1048,7 @@ static int skip_hot(loader *l, size_t base, size_t m0) {
   const size_t len = l->len;
   gpuplan__pv **const stack = l->stack;
   gpuplan__pv *const scalar = &l->lazy[LZ_SCALAR], *const lzlist = &l->lazy[LZ_LIST],
-              *const lzdict = &l->lazy[LZ_DICT], *const lzstr = &l->lazy[LZ_STR];
+              *const lzdict = &l->lazy[LZ_DICT];
   size_t *const marks = l->marks;
   const size_t mcap = l->mcap;
   size_t pos = l->pos, sp = l->sp, nmarks = l->nmarks, pushes = l->pushes;
@@ -1083,41 +1107,27 @@ static int skip_hot(loader *l, size_t base, size_t m0) {
       pushes++, room--;
       pos++;
       break;
-    case OP_MEMOIZE:
+    case OP_MEMOIZE: {
+      gpuplan__pv *const top = stack[sp - 1];
+      int lazy;
       idx = l->memo_len;
-      if (sp == marks[nmarks - 1] || idx >= l->memo_cap || idx >= l->total) goto out;
-      if (stack[sp - 1] == scalar && pos == l->str_end && l->moff && l->moff_cap >= l->memo_cap &&
-          lazy_where(l) <= UINT32_MAX &&
-          (!l->rd || l->str_stored != SIZE_MAX || l->store_cap - l->store_len >= l->str_end - l->str_at)) {
-        /* The string just pushed, to build if wanted (as memo_put does,
-         * where the memo of stand-ins and the store have room). */
-        uint64_t *w = &l->mbits[idx / 64], bit = (uint64_t)1 << (idx % 64);
-        if (l->rd && l->str_stored == SIZE_MAX) {
-          memcpy(l->store + l->store_len, buf + l->str_at, l->str_end - l->str_at);
-          l->str_stored = l->store_len;
-          l->store_len += l->str_end - l->str_at;
-        }
-        if (!(*w & bit)) l->memo_len++;
-        *w |= bit;
-        l->moff[idx] = (uint32_t)(l->rd ? l->str_stored : l->str_at);
-        l->memo[idx] = lzstr;
-        l->str_end = pos + 1; /* a second PUT of it */
-      } else if (stack[sp - 1] == scalar) {
-        /* Maybe a string to build if wanted: memo_put's own way. */
+      if (sp == marks[nmarks - 1] || idx >= l->total) goto out;
+      lazy = memo_lazy(l, top, pos);
+      if (memo_ready(l, idx, lazy)) {
+        memo_set(l, idx, top, lazy, pos + 1);
+      } else {
+        /* memo_put grows what is short (its state stored first) */
         int rc;
         l->at = pos;
         l->op = OP_MEMOIZE;
         l->pos = pos + 1;
         l->sp = sp;
+        l->nmarks = nmarks;
         if ((rc = memo_put(l, idx))) return rc;
-      } else {
-        uint64_t *w = &l->mbits[idx / 64], bit = (uint64_t)1 << (idx % 64);
-        if (!(*w & bit)) l->memo_len++;
-        *w |= bit;
-        l->memo[idx] = stack[sp - 1] == lzstr ? scalar : stack[sp - 1];
       }
       pos++;
       break;
+    }
     case OP_APPENDS:
     case OP_SETITEMS:
       k = marks[nmarks - 1];
@@ -1947,12 +1957,7 @@ static int run_fast(loader *l) {
         if (sp <= (l->nmarks ? l->marks[l->nmarks - 1] : 0) || idx >= l->memo_cap || idx >= l->total ||
             stack[sp - 1]->type == GPUPLAN__PV_SKIPPED)
           goto out;
-        {
-          uint64_t *w = &l->mbits[idx / 64], bit = (uint64_t)1 << (idx % 64);
-          if (!(*w & bit)) l->memo_len++;
-          *w |= bit;
-          l->memo[idx] = stack[sp - 1];
-        }
+        memo_set(l, idx, stack[sp - 1], 0, 0); /* a built value: not an unbuilt string */
         pos += n;
         break;
       case OP_MARK:
@@ -1989,12 +1994,12 @@ static int run_fast(loader *l) {
       integer:
         if (!room) goto out;
         if (l->ints) {
-          const int_seen *c = &l->ints[(size_t)(((uint64_t)iv * 0x9E3779B97F4A7C15ull) >> 40) & (l->nints - 1)];
+          const int_seen *c = int_slot(l, iv);
           v = c->v && c->i == iv ? c->v : NULL;
         } else {
           v = NULL;
         }
-        if (!v && !(v = int_value(l, iv))) return nomem(l);
+        if (!v && !(v = int_value(l, iv))) return nomem(l); /* (made there, or a new value) */
         pos += n;
         goto push;
       case OP_NEWFALSE:
