@@ -1596,6 +1596,343 @@ static void test_pickle__skip_errors_match_plain_load(void **state) {
   }
 }
 
+/* --- decoding (gpuplan__pickle_load_decode) ---------------------------------- */
+
+/* The schemas replay.c decodes a snapshot with (a copy: the test states
+ * what it checks). */
+static const char *const d_block_names[] = {"size", "requested_size", "history", "state", NULL};
+static const unsigned char d_block_kinds[] = {GPUPLAN__PF_INT, GPUPLAN__PF_INT, GPUPLAN__PF_VALUE, GPUPLAN__PF_VALUE};
+static const gpuplan__pickle_schema d_block = {d_block_names, d_block_kinds, NULL};
+static const char *const d_seg_names[] = {"device", "is_expandable", "address", "total_size", "stream",
+                                          "segment_type", "blocks", "segment_pool_id", NULL};
+static const unsigned char d_seg_kinds[] = {GPUPLAN__PF_INT, GPUPLAN__PF_INT,   GPUPLAN__PF_INT,
+                                            GPUPLAN__PF_INT, GPUPLAN__PF_INT,   GPUPLAN__PF_VALUE,
+                                            GPUPLAN__PF_RECORDS, GPUPLAN__PF_VALUE};
+static const gpuplan__pickle_schema *const d_seg_sub[] = {NULL, NULL, NULL, NULL, NULL, NULL, &d_block, NULL};
+static const gpuplan__pickle_schema d_seg = {d_seg_names, d_seg_kinds, d_seg_sub};
+static const char *const d_event_names[] = {"action", "device_free", "addr", "size", "stream", NULL};
+static const unsigned char d_event_kinds[] = {GPUPLAN__PF_VALUE, GPUPLAN__PF_INT, GPUPLAN__PF_INT, GPUPLAN__PF_INT,
+                                              GPUPLAN__PF_INT};
+static const gpuplan__pickle_schema d_event = {d_event_names, d_event_kinds, NULL};
+static const char *const d_ann_names[] = {"device", NULL};
+static const unsigned char d_ann_kinds[] = {GPUPLAN__PF_INT};
+static const gpuplan__pickle_schema d_ann = {d_ann_names, d_ann_kinds, NULL};
+static const gpuplan__pickle_decode d_decode[] = {
+    {"segments", 1, &d_seg}, {"device_traces", 2, &d_event}, {"external_annotations", 1, &d_ann}, {NULL, 0, NULL}};
+static const char *const d_skip[] = {"frames", NULL};
+
+static const gpuplan__pickle_decode *decode_of(const gpuplan__pv *k) {
+  size_t i;
+  for (i = 0; k->type == GPUPLAN__PV_STR && d_decode[i].key; i++)
+    if (k->u.str.len == strlen(d_decode[i].key) && memcmp(k->u.str.s, d_decode[i].key, k->u.str.len) == 0)
+      return &d_decode[i];
+  return NULL;
+}
+
+/* A field's value as both sides show it: an integer field's integer (or
+ * bool) as the integer, anything else rendered. */
+static void render_field(text *t, unsigned kind, const gpuplan__pv *v) {
+  int64_t i;
+  char num[32];
+  if (kind == GPUPLAN__PF_INT && gpuplan__pv_int(v, &i) == 0) {
+    snprintf(num, sizeof num, "%lld", (long long)i);
+    puts_(t, num);
+  } else {
+    render_ex(t, v, d_skip);
+  }
+}
+
+/* The generic load's list of dicts, as records of schema sc show it. */
+static void render_projected(text *t, const gpuplan__pv *list, const gpuplan__pickle_schema *sc, int lists) {
+  size_t i, k;
+  if (list->type != GPUPLAN__PV_LIST) fail_msg("decoded from a %d, not a list", (int)list->type);
+  puts_(t, "[");
+  for (i = 0; i < list->u.seq.n; i++) {
+    const gpuplan__pv *d = list->u.seq.items[i];
+    int first = 1;
+    if (i) puts_(t, ", ");
+    if (lists == 2) {
+      render_projected(t, d, sc, 1);
+      continue;
+    }
+    if (d->type != GPUPLAN__PV_DICT) fail_msg("decoded from a list holding a %d", (int)d->type);
+    puts_(t, "{");
+    for (k = 0; sc->names[k]; k++) {
+      const gpuplan__pv *v = gpuplan__pv_get(d, sc->names[k]);
+      if (!v) continue;
+      if (!first) puts_(t, ", ");
+      first = 0;
+      puts_(t, sc->names[k]);
+      puts_(t, ": ");
+      if (sc->kinds[k] == GPUPLAN__PF_RECORDS) render_projected(t, v, sc->sub[k], 1);
+      else render_field(t, sc->kinds[k], v);
+    }
+    puts_(t, "}");
+  }
+  puts_(t, "]");
+}
+
+/* The decoded value (a RECORDS, or a LIST of them), rendered the same way. */
+static void render_records(text *t, const gpuplan__pv *v, const gpuplan__pickle_schema *sc) {
+  size_t i, k;
+  if (v->type == GPUPLAN__PV_LIST) {
+    puts_(t, "[");
+    for (i = 0; i < v->u.seq.n; i++) {
+      if (i) puts_(t, ", ");
+      render_records(t, v->u.seq.items[i], sc);
+    }
+    puts_(t, "]");
+    return;
+  }
+  if (v->type != GPUPLAN__PV_RECORDS) fail_msg("a decoded value of type %d", (int)v->type);
+  for (k = 0; sc->names[k]; k++) continue;
+  assert_int_equal(v->u.rec.nf, k);
+  puts_(t, "[");
+  for (i = 0; i < v->u.rec.n; i++) {
+    const gpuplan__pfield *r = v->u.rec.f + i * v->u.rec.nf;
+    int first = 1;
+    if (i) puts_(t, ", ");
+    puts_(t, "{");
+    for (k = 0; sc->names[k]; k++) {
+      gpuplan__pv tmp;
+      const gpuplan__pv *fv = gpuplan__pf_value(&r[k], &tmp);
+      if (!fv) continue;
+      if (!first) puts_(t, ", ");
+      first = 0;
+      puts_(t, sc->names[k]);
+      puts_(t, ": ");
+      if (sc->kinds[k] == GPUPLAN__PF_RECORDS) render_records(t, fv, sc->sub[k]);
+      else render_field(t, sc->kinds[k], fv);
+    }
+    puts_(t, "}");
+  }
+  puts_(t, "]");
+}
+
+/* A root as the comparison shows it: a dict's pairs in file order (keys to
+ * skip left out), the decoded keys' values as they are (how 0), as
+ * records from the lists (1), or from the records (2). */
+static void render_decoded_root(text *t, const gpuplan__pv *root, int how) {
+  size_t i;
+  if (root->type != GPUPLAN__PV_DICT || how == 0) {
+    render_ex(t, root, d_skip);
+    return;
+  }
+  puts_(t, "{");
+  for (i = 0; i < root->u.dict.n; i++) {
+    const gpuplan__pickle_decode *d = decode_of(root->u.dict.keys[i]);
+    if (skipped_key(d_skip, root->u.dict.keys[i])) continue;
+    if (i) puts_(t, ", ");
+    render_ex(t, root->u.dict.keys[i], d_skip);
+    puts_(t, ": ");
+    if (!d) render_ex(t, root->u.dict.vals[i], d_skip);
+    else if (how == 2) render_records(t, root->u.dict.vals[i], d->schema);
+    else render_projected(t, root->u.dict.vals[i], d->schema, d->lists);
+  }
+  puts_(t, "}");
+}
+
+static void load_decode(loaded *L, const void *data, size_t len, const size_t *w) {
+  gpuplan__pickle_reader rd;
+  mem_in m;
+  counting_init(&L->c);
+  L->ctx = counting_ctx(&L->c);
+  L->root = (const gpuplan__pv *)&L->c; /* must be reset */
+  if (w) reader_for(&rd, &m, data, len, w);
+  L->rc = gpuplan__pickle_load_decode(L->ctx, data, len, w ? &rd : NULL, NULL, d_skip, d_decode, &L->p, &L->root);
+  if (L->rc == GPUPLAN_OK) {
+    assert_non_null(L->root);
+  } else {
+    assert_null(L->root);
+  }
+}
+
+/* Whether root holds a decoded value (any key's value a RECORDS, or a LIST
+ * of them). */
+static int has_records(const gpuplan__pv *root) {
+  size_t i;
+  if (root->type != GPUPLAN__PV_DICT) return 0;
+  for (i = 0; i < root->u.dict.n; i++) {
+    const gpuplan__pv *v = root->u.dict.vals[i];
+    if (v->type == GPUPLAN__PV_RECORDS) return 1;
+    if (v->type == GPUPLAN__PV_LIST && v->u.seq.n && v->u.seq.items[0]->type == GPUPLAN__PV_RECORDS) return 1;
+  }
+  return 0;
+}
+
+/* Load data skipping frames (A) and decoding too (B, whole and through
+ * every window): the same result, as records show it, the same values
+ * count, or the same error.  Returns whether B had to load again. */
+static int same_with_decode(const void *data, size_t len, const char *name) {
+  loaded A, B;
+  size_t i;
+  int reparsed = 0;
+  load_skip(&A, data, len, d_skip);
+  for (i = 0; i <= sizeof windows / sizeof windows[0]; i++) {
+    const size_t *w = i ? windows[i - 1] : NULL;
+    load_decode(&B, data, len, w);
+    if (SHAPE_ERROR(A) && (B.rc == GPUPLAN_OK || SHAPE_ERROR(B))) {
+      unload(&B);
+      continue; /* a value not built is not shape-checked (pickle.h) */
+    }
+    if (A.rc != B.rc || (A.rc && strcmp(gpuplan_errmsg(A.ctx), gpuplan_errmsg(B.ctx)) != 0))
+      fail_msg("%s (window %zu): skipping load %s \"%s\", decoding load %s \"%s\"", name, i, gpuplan_errname(A.rc),
+               gpuplan_errmsg(A.ctx), gpuplan_errname(B.rc), gpuplan_errmsg(B.ctx));
+    if (A.rc == GPUPLAN_OK) {
+      text ta = {NULL, 0, 0}, tb = {NULL, 0, 0};
+      int decoded = has_records(B.root);
+      if (decoded && B.p.reparsed) fail_msg("%s: records after loading again", name);
+      render_decoded_root(&ta, A.root, decoded);
+      render_decoded_root(&tb, B.root, 2 * decoded);
+      if (strcmp(ta.p, tb.p) != 0) fail_msg("%s (window %zu):\n skipping %.400s\n decoding %.400s", name, i, ta.p, tb.p);
+      assert_int_equal(A.p.values, B.p.values);
+      assert_int_equal(A.p.protocol, B.p.protocol);
+      free(ta.p);
+      free(tb.p);
+    }
+    if (i == 0) reparsed = B.p.reparsed;
+    unload(&B);
+  }
+  unload(&A);
+  return reparsed;
+}
+
+static void test_pickle__decode_matches_skip_load(void **state) {
+  static const char *const files[] = {"linear-grad.pickle",          "linear-no-grad.pickle",
+                                      "cs336-small-forward.pickle",  "cs336-ctx128-forward.pickle",
+                                      "cs336-ctx256-forward.pickle", "cs336-2.7b-forward.pickle",
+                                      "cs336-newest-format.pickle"};
+  char dir[1024];
+  size_t i, len;
+  (void)state;
+  for (i = 0; i < NCASES; i++) (void)same_with_decode(good_cases[i].data, good_cases[i].len, good_cases[i].name);
+  if (!traces_dir(dir, sizeof dir)) fail_msg("GPUPLAN_TRACES and GPUPLAN_SOURCE_DIR unset");
+  for (i = 0; i < sizeof files / sizeof files[0]; i++) {
+    loaded L;
+    const gpuplan__pv *tr;
+    char *buf = read_file(dir, files[i], &len);
+    if (!buf) fail_msg("missing %s/%s", dir, files[i]);
+    /* Real snapshots decode without loading twice. */
+    if (same_with_decode(buf, len, files[i])) fail_msg("%s: loaded twice", files[i]);
+    load_decode(&L, buf, len, windows[3]);
+    assert_int_equal(L.rc, GPUPLAN_OK);
+    assert_int_equal(gpuplan__pv_get(L.root, "segments")->type, GPUPLAN__PV_RECORDS);
+    tr = gpuplan__pv_get(L.root, "device_traces");
+    assert_int_equal(tr->type, GPUPLAN__PV_LIST);
+    assert_int_equal(tr->u.seq.items[0]->type, GPUPLAN__PV_RECORDS);
+    assert_true(tr->u.seq.items[0]->u.rec.n > 0);
+    unload(&L);
+    free(buf);
+  }
+}
+
+/* Hand-made shapes: what decodes, and what makes the load repeat. */
+#define D_HEAD "\x80\x04}\x94(\x8c\x08segments\x94"
+#define D_TAIL "u."
+static void test_pickle__decode_shapes(void **state) {
+  static const struct {
+    const char *name;
+    size_t len;
+    const char *data;
+    const char *expect; /* render_decoded_root of the result */
+    int reparsed;
+  } cases[] = {
+#define C(name, body, expect, reparsed) {name, sizeof(D_HEAD body D_TAIL) - 1, D_HEAD body D_TAIL, expect, reparsed}
+    /* [{'address': 1, 'total_size': 2, 'blocks': []}, ...]: records */
+    C("two_segments", "](}\x94(\x8c\x07" "address\x94K\x01\x8c\x0atotal_size\x94K\x02\x8c\x06" "blocks\x94]\x94u}\x94(h\x03K\x05h\x04K\x06h\x05]\x94ue",
+      "{s\"segments\": [{address: 1, total_size: 2, blocks: []}, {address: 5, total_size: 6, blocks: []}]}", 0),
+    /* one item: APPEND, not MARK ... APPENDS */
+    C("single_item", "]\x94}\x94(\x8c\x07" "address\x94K\x01\x8c\x06" "device\x94\x88u" "a",
+      "{s\"segments\": [{device: 1, address: 1}]}", 0),
+    /* a field of kind INT holding a str or None: as it is */
+    C("int_field_str", "](}(\x8c\x07" "address\x8c\x01xu}(\x8c\x06" "device" "Nue",
+      "{s\"segments\": [{address: s\"x\"}, {device: None}]}", 0),
+    /* an integer field memoized, fetched after as a value of its own */
+    C("memoized_int", "](}(\x8c\x07" "address\x94J\x00\x00\x00\x80\x94u}(h\x02h\x03ue",
+      "{s\"segments\": [{address: -2147483648}, {address: -2147483648}]}", 0),
+    /* segment_pool_id: a pair of integers, shared by the memo */
+    C("pool_pair", "](}(\x8c\x0fsegment_pool_id\x94K\x00K\x02\x86\x94u}(h\x02h\x03ue",
+      "{s\"segments\": [{segment_pool_id: (0, 2)}, {segment_pool_id: (0, 2)}]}", 0),
+    /* keys the schema does not name, and frames, are not kept */
+    C("other_keys", "](}(\x8c\x01x]\x94(K\x01K\x02" "e\x8c\x06" "frames](K\x01" "e\x8c\x06" "stream\x94K\x07ue",
+      "{s\"segments\": [{stream: 7}]}", 0),
+    /* a repeated key: the last value, as the dict would hold it */
+    C("repeated_key", "](}(\x8c\x06" "stream\x94K\x01h\x02K\x02ue",
+      "{s\"segments\": [{stream: 2}]}", 0),
+    /* a record fetched from the memo (a shared dict): loaded again */
+    C("shared_record", "](}\x94(\x8c\x06" "stream\x94K\x01uh\x02" "e",
+      "{s\"segments\": [{s\"stream\": 1}, {s\"stream\": 1}]}", 1),
+    /* an empty dict, and a dict of one pair (SETITEM): loaded again */
+    C("empty_record", "](}e", "{s\"segments\": [{}]}", 1),
+    C("setitem_record", "](}\x8c\x06" "streamK\x01se", "{s\"segments\": [{s\"stream\": 1}]}", 1),
+    /* not a list of dicts: loaded again */
+    C("not_a_list", "K\x05", "{s\"segments\": 5}", 1),
+    C("list_of_ints", "](K\x01K\x02" "e", "{s\"segments\": [1, 2]}", 1),
+    /* blocks that are records of records */
+    C("blocks", "](}(\x8c\x06" "blocks](}(\x8c\x04size\x94K\x10\x8c\x05state\x94\x8c\x08inactive\x94u}(h\x02K\x20h\x03h\x04ueue",
+      "{s\"segments\": [{blocks: [{size: 16, state: s\"inactive\"}, {size: 32, state: s\"inactive\"}]}]}", 0),
+#undef C
+  };
+  /* A decoded list wanted outside it, through the memo: loaded again. */
+  static const char shared_list[] = "\x80\x04}\x94(\x8c\x08segments\x94]\x94(}(\x8c\x06streamK\x01ue\x8c\x01xh\x02u.";
+  static const char nested[] = "\x80\x04}\x94(\x8c\x01" "a}(\x8c\x08segments](}(\x8c\x06streamK\x01ueuu.";
+  size_t i;
+  (void)state;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    loaded L;
+    text t = {NULL, 0, 0};
+    int reparsed = same_with_decode(cases[i].data, cases[i].len, cases[i].name);
+    load_decode(&L, cases[i].data, cases[i].len, NULL);
+    if (L.rc) fail_msg("%s: %s", cases[i].name, gpuplan_errmsg(L.ctx));
+    render_decoded_root(&t, L.root, 2 * has_records(L.root));
+    if (strcmp(t.p, cases[i].expect) != 0) fail_msg("%s: got %s, expect %s", cases[i].name, t.p, cases[i].expect);
+    if (reparsed != cases[i].reparsed) fail_msg("%s: reparsed %d, expected %d", cases[i].name, reparsed, cases[i].reparsed);
+    free(t.p);
+    unload(&L);
+  }
+  assert_int_equal(same_with_decode(shared_list, sizeof shared_list - 1, "shared_list"), 1);
+  /* a key to decode below the top-level dict is an ordinary key */
+  {
+    loaded L;
+    assert_int_equal(same_with_decode(nested, sizeof nested - 1, "nested"), 0);
+    load_decode(&L, nested, sizeof nested - 1, NULL);
+    assert_int_equal(L.rc, GPUPLAN_OK);
+    assert_int_equal(gpuplan__pv_get(gpuplan__pv_get(L.root, "a"), "segments")->type, GPUPLAN__PV_LIST);
+    unload(&L);
+  }
+}
+
+/* A small snapshot (segments with blocks, events with shared and new
+ * frames, annotations), cut at every byte and with every byte changed in
+ * turn: decoding gives the skipping load's result or error each time. */
+static void test_pickle__decode_errors_match_skip_load(void **state) {
+  char dir[1024];
+  size_t i, n;
+  char *buf;
+  (void)state;
+  if (!traces_dir(dir, sizeof dir)) fail_msg("GPUPLAN_TRACES and GPUPLAN_SOURCE_DIR unset");
+  buf = read_file(dir, "../replay/decode-small.pickle", &n);
+  if (!buf) fail_msg("missing %s/../replay/decode-small.pickle", dir);
+  assert_int_equal(same_with_decode(buf, n, "decode-small"), 0);
+  for (i = 0; i < n; i++) {
+    char name[64], *copy;
+    static const unsigned char vals[] = {0x00, 0x28, 0x4b, 0x5d, 0x65, 0x68, 0x75, 0x7d, 0x94, 0xff};
+    size_t k;
+    snprintf(name, sizeof name, "decode-small cut at %zu", i);
+    (void)same_with_decode(buf, i, name);
+    copy = malloc(n);
+    assert_non_null(copy);
+    for (k = 0; k < sizeof vals; k++) {
+      memcpy(copy, buf, n);
+      copy[i] = (char)vals[k];
+      snprintf(name, sizeof name, "decode-small byte %zu = 0x%02x", i, vals[k]);
+      (void)same_with_decode(copy, n, name);
+    }
+    free(copy);
+  }
+  free(buf);
+}
+
 /* --- out of memory ----------------------------------------------------------- */
 
 /* Fail the n-th allocation of a load, for every n until none fails: each
@@ -1689,6 +2026,9 @@ int main(void) {
     cmocka_unit_test(test_pickle__skip_matches_plain_load),
     cmocka_unit_test(test_pickle__skip_shapes),
     cmocka_unit_test(test_pickle__skip_errors_match_plain_load),
+    cmocka_unit_test(test_pickle__decode_matches_skip_load),
+    cmocka_unit_test(test_pickle__decode_shapes),
+    cmocka_unit_test(test_pickle__decode_errors_match_skip_load),
     cmocka_unit_test(test_pickle__oom_sweep),
   };
   return cmocka_run_group_tests_name("pickle", tests, NULL, NULL);

@@ -120,8 +120,15 @@ typedef struct run_seen {
 } run_seen;
 
 /* The skip machine's stand-ins: SKIPPED values whose u.i says what they
- * stand for.  LZ_STR: a memoized string, built when wanted (moff). */
-enum { LZ_SCALAR, LZ_LIST, LZ_TUPLE, LZ_DICT, LZ_STR, LZ_KINDS };
+ * stand for.  LZ_STR: a memoized string, built when wanted (moff).
+ * LZ_DECODED: a dict or list decoded (decode_value), which, unlike the
+ * others, no opcode may change. */
+enum { LZ_SCALAR, LZ_LIST, LZ_TUPLE, LZ_DICT, LZ_STR, LZ_DECODED, LZ_KINDS };
+
+/* Decoding: levels of records (a segment's blocks: 2), and the schemas a
+ * key's tag can name. */
+#define DLEVELS 2
+#define DSCHEMAS 8
 
 typedef struct loader {
   gpuplan_ctx *ctx;
@@ -179,6 +186,14 @@ typedef struct loader {
   uint64_t total;     /* the input's length (rd: its stated size) */
   unsigned char *store; /* rd: the opcodes of the strings LZ_STR memo entries stand for */
   size_t store_len, store_cap;
+  /* Decoding (gpuplan__pickle_load_decode; see decode_value). */
+  const gpuplan__pickle_decode *decode;
+  size_t ndecode, declen[GPUPLAN__PICKLE_MAX_DECODE];
+  gpuplan__pfield *rbuf[DLEVELS]; /* the records of the list being decoded, per level */
+  size_t rcap[DLEVELS];           /* ... their room, in fields */
+  const gpuplan__pickle_schema *dsch[DSCHEMAS]; /* the schemas met, which KEY_TAG names */
+  size_t dnames[DSCHEMAS][GPUPLAN__PICKLE_MAX_FIELDS]; /* ... their names' lengths */
+  size_t ndsch;
 } loader;
 
 /* The stand-ins: SKIPPED values whose u.i says what they stand for. */
@@ -187,8 +202,14 @@ typedef struct loader {
  * result: the load starts again without skipping (never an error). */
 #define RESTART 1
 
-/* A str value's seen: it is one of the keys to skip. */
+/* A str value's seen: it is one of the keys to skip; one of the keys to
+ * decode (DECODE_IDX: which); and, for decoding, the field it is of the
+ * schema last looked up at each level (KEY_TAG). */
 #define SKIPKEY 1u
+#define DECODEKEY 2u
+#define KEYFLAGS (SKIPKEY | DECODEKEY)
+#define DECODE_IDX(seen) (((seen) >> 2) & 7u)
+#define KEY_TAG_SHIFT(lvl) (8 + 12 * (lvl))
 
 static void say(loader *l, const char *fmt, ...) GPUPLAN_PRINTF(2, 3);
 
@@ -299,6 +320,22 @@ static inline uint64_t le64(const unsigned char *s) {
 
 static int64_t to_signed(uint64_t u) {
   return u <= INT64_MAX ? (int64_t)u : -(int64_t)~u - 1;
+}
+
+/* LONG1's integer of w <= 8 bytes at p, where 8 bytes can be read. */
+static inline int64_t long1(const unsigned char *p, size_t w) {
+  uint64_t u = le64(p);
+  if (w == 0) return 0;
+  if (w < 8) { /* the w low bytes, sign-extended */
+    u &= ~(uint64_t)0 >> (64 - 8 * w);
+    if ((u >> (8 * w - 1)) & 1u) u |= ~(uint64_t)0 << (8 * w);
+  }
+  return to_signed(u);
+}
+
+/* Whether the opcode c PUTs (or is a FRAME, which may come before one). */
+static inline int dput_op(int c) {
+  return c == OP_MEMOIZE || c == OP_BINPUT || c == OP_LONG_BINPUT || c == OP_FRAME;
 }
 
 static int nomem(loader *l) {
@@ -568,7 +605,12 @@ static void mark_key(const loader *l, gpuplan__pv *v) {
   for (i = 0; i < l->nskip; i++)
     if (l->skiplen[i] == v->u.str.len && memcmp(l->skip[i], v->u.str.s, v->u.str.len) == 0) {
       v->seen = SKIPKEY;
-      break;
+      return;
+    }
+  for (i = 0; i < l->ndecode; i++)
+    if (l->declen[i] == v->u.str.len && memcmp(l->decode[i].key, v->u.str.s, v->u.str.len) == 0) {
+      v->seen = DECODEKEY | (uint32_t)i << 2;
+      return;
     }
 }
 
@@ -596,7 +638,7 @@ static int push_bytes(loader *l, gpuplan__pv_type t, const unsigned char *s, siz
   gpuplan__pv *v = new_bytes(l, t, s, n);
   if (!v) return nomem(l);
   TRY(push(l, v));
-  return t == GPUPLAN__PV_STR && (v->seen & SKIPKEY) ? maybe_skip(l, v) : 0;
+  return t == GPUPLAN__PV_STR && (v->seen & KEYFLAGS) ? maybe_skip(l, v) : 0;
 }
 
 /* A LIST or TUPLE holding stack[k .. sp), which it replaces. */
@@ -867,7 +909,7 @@ HOT int memo_get(loader *l, uint64_t idx) {
   /* A stand-in the skip machine memoized, wanted outside it. */
   if (v->type == GPUPLAN__PV_SKIPPED) return RESTART;
   TRY(push(l, v));
-  return v->type == GPUPLAN__PV_STR && (v->seen & SKIPKEY) ? maybe_skip(l, v) : 0;
+  return v->type == GPUPLAN__PV_STR && (v->seen & KEYFLAGS) ? maybe_skip(l, v) : 0;
 }
 
 /* --- skipping ---------------------------------------------------------------
@@ -893,11 +935,15 @@ HOT int memo_get(loader *l, uint64_t idx) {
  * entry holding one that is wanted outside (memo_get), restarts.
  */
 
+static int decode_value(loader *l, const gpuplan__pickle_decode *d);
+
 static int maybe_skip(loader *l, const gpuplan__pv *v) {
   size_t m;
-  if (!(v->seen & SKIPKEY) || !l->skipping || l->nmarks == 0) return 0;
+  if (!(v->seen & KEYFLAGS) || !l->skipping || l->nmarks == 0) return 0;
   m = l->marks[l->nmarks - 1];
   if (m == 0 || l->stack[m - 1]->type != GPUPLAN__PV_DICT || (l->sp - 1 - m) % 2) return 0;
+  if (v->seen & DECODEKEY) /* a key of the top-level dict only */
+    return l->nmarks == 1 && m == 1 ? decode_value(l, &l->decode[DECODE_IDX(v->seen)]) : 0;
   return skip_value(l);
 }
 
@@ -1149,9 +1195,75 @@ out:
   return 0;
 }
 
+/* The run of memo references from pos (at a BINGET or LONG_BINGET inside
+ * an open MARK): how many, each with its memo entry set, and where it
+ * ends (*end).  Inside a stand-in list, a run read before (a program's
+ * steps repeat its stack frames) is known by its bytes: equal bytes,
+ * followed by an APPENDS as they were, are the same opcodes, and their
+ * memo entries are still set; a new run is remembered.  The fingerprint
+ * is of the bytes up to the first APPENDS byte (run_hash). */
+static size_t ref_run(loader *l, size_t *end) {
+  const unsigned char *const buf = l->buf;
+  const uint64_t *const bits = l->mbits;
+  size_t pos = l->pos, cnt = 0, mcap = l->memo_cap, len = l->len;
+  run_seen *rs = NULL;
+  uint64_t head = 0;
+  size_t bucket = 0;
+  if (pos + RUN_HEAD <= len && lazy_is(l, l->stack[l->marks[l->nmarks - 1] - 1], LZ_LIST) &&
+      (l->runs || make_runs(l))) {
+    run_seen *b;
+    size_t w, span = len - pos < RUN_SCAN ? len - pos : RUN_SCAN, d;
+    const unsigned char *e = memchr(buf + pos, OP_APPENDS, span);
+    d = e ? (size_t)(e - (buf + pos)) : 0;
+    head = run_hash(buf + pos, d);
+    bucket = (size_t)((head * 0x9E3779B97F4A7C15ull) >> 40) & (l->nruns / RUN_WAYS - 1);
+    b = &l->runs[bucket * RUN_WAYS];
+    for (w = 0; w < RUN_WAYS; w++) {
+      const run_seen *c = &b[w];
+      if (c->len && c->head == head && c->len < len - pos &&
+          (buf[pos + c->len] == OP_APPENDS || buf[pos + c->len] == OP_ADDITEMS) &&
+          memcmp(buf + pos, (l->runs_stored ? l->rstore : buf) + c->off, c->len) == 0) {
+        *end = pos + c->len;
+        return c->cnt;
+      }
+    }
+    rs = b; /* remember it if it is one */
+  }
+  /* Branch-free: BINGET and LONG_BINGET differ in bit 1 only, and the 4
+   * bytes after either can be read (pos + 5 <= len). */
+  while (pos + 5 <= len && (buf[pos] | 2u) == OP_LONG_BINGET) {
+    uint32_t wide = (buf[pos] >> 1) & 1u;
+    size_t idx = le32(buf + pos + 1) & (0xffu | (0u - wide));
+    if (idx >= mcap || !((bits[idx / 64] >> (idx % 64)) & 1u)) break;
+    pos += 2 + 3 * (size_t)wide;
+    cnt++;
+  }
+  if (rs && pos - l->pos >= RUN_HEAD && pos < len && (buf[pos] == OP_APPENDS || buf[pos] == OP_ADDITEMS) &&
+      run_keep(l, pos - l->pos)) {
+    rs += l->run_next[bucket];
+    l->run_next[bucket] = (unsigned char)((l->run_next[bucket] + 1) % RUN_WAYS);
+    rs->head = head;
+    rs->len = pos - l->pos;
+    if (l->runs_stored) {
+      /* (the window will move on: the run's bytes are kept) */
+      memcpy(l->rstore + l->rstore_len, buf + l->pos, rs->len);
+      rs->off = l->rstore_len;
+      l->rstore_len += rs->len;
+    } else {
+      rs->off = l->pos;
+    }
+    rs->cnt = cnt;
+  }
+  *end = pos;
+  return cnt;
+}
+
 /* Called with the key on top: the value is built at stack[base]. */
-static int skip_value(loader *l) {
-  const size_t base = l->sp, m0 = l->nmarks;
+static int skip_value(loader *l);
+
+/* skip_value of a value whose building began: stack[base] is its slot,
+ * and m0 the marks open below it. */
+static int skip_from(loader *l, const size_t base, const size_t m0) {
   const unsigned char *a;
   gpuplan__pv *const scalar = &l->lazy[LZ_SCALAR];
   l->skipped_any = 1;
@@ -1170,65 +1282,7 @@ static int skip_value(loader *l) {
        * an APPENDS onto a stand-in list takes them all, they are counted,
        * not pushed; otherwise pushed as below. */
       const unsigned char *const buf = l->buf;
-      const uint64_t *const bits = l->mbits;
-      size_t pos = l->pos, cnt = 0, mcap = l->memo_cap, len = l->len;
-      size_t left = l->lim.max_items - l->pushes;
-      run_seen *rs = NULL;
-      uint64_t head = 0;
-      size_t bucket = 0;
-      if (pos + RUN_HEAD <= len && lazy_is(l, l->stack[l->marks[l->nmarks - 1] - 1], LZ_LIST) &&
-          (l->runs || make_runs(l))) {
-        /* The same run of references again (a program's steps repeat its
-         * stack frames): bytes equal to a run read before, and followed by
-         * an APPENDS as it was, are the same opcodes, and their memo
-         * entries are still set.  The fingerprint is of the bytes up to the
-         * first APPENDS byte (run_hash). */
-        run_seen *b;
-        size_t w, span = len - pos < RUN_SCAN ? len - pos : RUN_SCAN, d;
-        const unsigned char *e = memchr(buf + pos, OP_APPENDS, span);
-        d = e ? (size_t)(e - (buf + pos)) : 0;
-        head = run_hash(buf + pos, d);
-        bucket = (size_t)((head * 0x9E3779B97F4A7C15ull) >> 40) & (l->nruns / RUN_WAYS - 1);
-        b = &l->runs[bucket * RUN_WAYS];
-        for (w = 0; w < RUN_WAYS; w++) {
-          const run_seen *c = &b[w];
-          if (c->len && c->head == head && c->len < len - pos &&
-              (buf[pos + c->len] == OP_APPENDS || buf[pos + c->len] == OP_ADDITEMS) &&
-              memcmp(buf + pos, (l->runs_stored ? l->rstore : buf) + c->off, c->len) == 0) {
-            pos += c->len;
-            cnt = c->cnt;
-            break;
-          }
-        }
-        if (!cnt) rs = b; /* remember it if it is one */
-      }
-      if (!cnt) {
-        /* Branch-free: BINGET and LONG_BINGET differ in bit 1 only, and
-         * the 4 bytes after either can be read (pos + 5 <= len). */
-        while (pos + 5 <= len && (buf[pos] | 2u) == OP_LONG_BINGET) {
-          uint32_t wide = (buf[pos] >> 1) & 1u;
-          size_t idx = le32(buf + pos + 1) & (0xffu | (0u - wide));
-          if (idx >= mcap || !((bits[idx / 64] >> (idx % 64)) & 1u)) break;
-          pos += 2 + 3 * (size_t)wide;
-          cnt++;
-        }
-        if (rs && pos - l->pos >= RUN_HEAD && pos < len && (buf[pos] == OP_APPENDS || buf[pos] == OP_ADDITEMS) &&
-            run_keep(l, pos - l->pos)) {
-          rs += l->run_next[bucket];
-          l->run_next[bucket] = (unsigned char)((l->run_next[bucket] + 1) % RUN_WAYS);
-          rs->head = head;
-          rs->len = pos - l->pos;
-          if (l->runs_stored) {
-            /* (the window will move on: the run's bytes are kept) */
-            memcpy(l->rstore + l->rstore_len, buf + l->pos, rs->len);
-            rs->off = l->rstore_len;
-            l->rstore_len += rs->len;
-          } else {
-            rs->off = l->pos;
-          }
-          rs->cnt = cnt;
-        }
-      }
+      size_t pos, cnt = ref_run(l, &pos), left = l->lim.max_items - l->pushes;
       if (cnt && cnt <= left && pos < l->len && (buf[pos] == OP_APPENDS || buf[pos] == OP_ADDITEMS)) {
         size_t mk = l->marks[l->nmarks - 1], below = l->nmarks - 1 > m0 ? l->marks[l->nmarks - 2] : base;
         if (mk > below && lazy_is(l, l->stack[mk - 1], LZ_LIST)) {
@@ -1461,7 +1515,626 @@ static int skip_value(loader *l) {
   }
 }
 
+static int skip_value(loader *l) { return skip_from(l, l->sp, l->nmarks); }
+
 #undef SPUSH
+
+/* --- decoding (gpuplan__pickle_load_decode) ---------------------------------
+ *
+ * The value of a key to decode (a list of dicts, or of lists of them) is
+ * read by a parser of the shape picklers give such a list: EMPTY_LIST and
+ * its PUT, then batches of items (MARK ... APPENDS, or one item and
+ * APPEND), each item EMPTY_DICT and its PUT, MARK, pairs, SETITEMS.  It
+ * runs every opcode as the machine would (the memo, the values count,
+ * FRAME's check) but keeps, of each dict, only the fields its schema names,
+ * in a record; the values of other keys go to the skip machine.  Dicts and
+ * lists are memoized as stand-ins.  At anything else it returns RESTART,
+ * and the load is repeated with neither skipping nor decoding; errors the
+ * machine would give are its own then (skipped_any).
+ */
+
+#define FK_OTHER (-1) /* a key the schema does not name */
+#define FK_SKIP (-2)  /* a key to skip */
+
+/* Count a pushed value, as push does (RESTART: the machine says it). */
+#define DCOUNT()                                          \
+  do {                                                    \
+    if (l->pushes >= l->lim.max_items) return RESTART;    \
+    l->pushes++;                                          \
+  } while (0)
+
+/* n bytes readable from pos (RESTART when the input ends before). */
+static int dneed(loader *l, size_t n) {
+  if (l->len - l->pos >= n) return 0;
+  l->at = l->pos;
+  TRY(fill(l, n));
+  return l->len - l->pos >= n ? 0 : RESTART;
+}
+
+/* The next opcode, past FRAMEs (checked as the machine checks them), with
+ * 16 bytes readable from it unless the input ends sooner. */
+static int dop(loader *l, int *op) {
+  for (;;) {
+    if (l->len - l->pos < 16) {
+      l->at = l->pos;
+      TRY(fill(l, l->ahead));
+      if (l->pos >= l->len) return RESTART;
+    }
+    if (l->buf[l->pos] != OP_FRAME) break;
+    TRY(dneed(l, 9));
+    l->pos += 9;
+    if (le64(l->buf + l->pos - 8) > left_input(l)) return RESTART;
+  }
+  *op = l->buf[l->pos];
+  return 0;
+}
+
+/* Room for n more values on the stack. */
+static int droom(loader *l, size_t n) {
+  void *st;
+  if (l->scap - l->sp >= n) return 0;
+  st = l->stack;
+  TRY(grow(l, &st, &l->scap, l->sp + n, sizeof *l->stack));
+  l->stack = st;
+  return 0;
+}
+
+/* The PUTs after a value, top, as the machine runs them. */
+static int dput(loader *l, gpuplan__pv *top) {
+  for (;;) {
+    uint64_t idx;
+    size_t n;
+    int op, rc;
+    TRY(dop(l, &op));
+    if (op == OP_MEMOIZE) {
+      idx = l->memo_len;
+      n = 1;
+    } else if (op == OP_BINPUT || op == OP_LONG_BINPUT) {
+      n = op == OP_BINPUT ? 2 : 5;
+      TRY(dneed(l, n));
+      idx = n == 2 ? l->buf[l->pos + 1] : le32(l->buf + l->pos + 1);
+    } else {
+      return 0;
+    }
+    TRY(droom(l, 1));
+    l->stack[l->sp++] = top;
+    l->at = l->pos;
+    l->op = op;
+    l->pos += n;
+    rc = memo_put(l, idx);
+    l->sp--;
+    if (rc) return rc;
+  }
+}
+
+/* The integer (or bool) the opcode op at pos pushes: 1 and its length, or
+ * 0 when it pushes none (or one wider than 64 bits). */
+static int dint(const loader *l, int op, int64_t *iv, size_t *len) {
+  const unsigned char *b = l->buf + l->pos;
+  size_t left = l->len - l->pos;
+  switch (op) {
+  case OP_BININT1: *iv = b[1], *len = 2; return left >= 2;
+  case OP_BININT2: *iv = b[1] | b[2] << 8, *len = 3; return left >= 3;
+  case OP_BININT: *iv = (int32_t)le32(b + 1), *len = 5; return left >= 5;
+  case OP_NEWTRUE: *iv = 1, *len = 1; return 1;
+  case OP_NEWFALSE: *iv = 0, *len = 1; return 1;
+  case OP_LONG1: {
+    size_t w = left >= 2 ? b[1] : 9, i;
+    uint64_t u = 0;
+    if (w > 8 || left < 2 + w) return 0;
+    for (i = 0; i < w; i++) u |= (uint64_t)b[2 + i] << (8 * i);
+    if (w && w < 8 && ((u >> (8 * w - 1)) & 1u)) u |= ~(uint64_t)0 << (8 * w); /* sign-extended */
+    *iv = to_signed(u);
+    *len = 2 + w;
+    return 1;
+  }
+  default: return 0;
+  }
+}
+
+/* A value fetched from the memo (GET at pos), pushed as the machine would
+ * (RESTART for a stand-in). */
+static int dget(loader *l, int op, gpuplan__pv **out) {
+  gpuplan__pv *v;
+  size_t n = op == OP_BINGET ? 2 : 5;
+  uint64_t idx;
+  TRY(dneed(l, n));
+  idx = n == 2 ? l->buf[l->pos + 1] : le32(l->buf + l->pos + 1);
+  if (!memo_has(l, idx)) return RESTART;
+  v = l->memo[idx];
+  if (v == &l->lazy[LZ_STR]) {
+    TRY(build_lazy_str(l, l->moff[idx], &v));
+    l->memo[idx] = v;
+  }
+  if (v->type == GPUPLAN__PV_SKIPPED) return RESTART;
+  DCOUNT();
+  l->pos += n;
+  *out = v;
+  return 0;
+}
+
+/* A str at pos (a new one, or fetched from the memo), pushed as the
+ * machine would (its PUTs are the caller's); RESTART for anything else. */
+static int dstr(loader *l, int op, gpuplan__pv **out) {
+  gpuplan__pv *v;
+  size_t n, hdr;
+  if (op == OP_BINGET || op == OP_LONG_BINGET) {
+    TRY(dget(l, op, &v));
+    if (v->type != GPUPLAN__PV_STR) return RESTART;
+    *out = v;
+    return 0;
+  }
+  if (op == OP_SHORT_BINUNICODE) hdr = 2;
+  else if (op == OP_BINUNICODE) hdr = 5;
+  else return RESTART;
+  TRY(dneed(l, hdr));
+  n = hdr == 2 ? l->buf[l->pos + 1] : le32(l->buf + l->pos + 1);
+  if (n > SIZE_MAX - hdr) return RESTART;
+  TRY(dneed(l, hdr + n));
+  if (!(v = new_bytes(l, GPUPLAN__PV_STR, l->buf + l->pos + hdr, n))) return nomem(l);
+  DCOUNT();
+  l->pos += hdr + n;
+  *out = v;
+  return 0;
+}
+
+/* A field's value of the forms a snapshot's have (see pickle.h), pushed
+ * and PUT as the machine would. */
+static int dvalue(loader *l, int op, gpuplan__pv **out) {
+  gpuplan__pv *v;
+  int64_t a, b;
+  size_t n;
+  if (op == OP_NONE || op == OP_NEWTRUE || op == OP_NEWFALSE) {
+    v = op == OP_NONE ? l->none : op == OP_NEWTRUE ? l->yes : l->no;
+    DCOUNT();
+    l->pos++;
+  } else if (op != OP_NEWTRUE && op != OP_NEWFALSE && dint(l, op, &a, &n)) {
+    int op2;
+    DCOUNT();
+    l->pos += n;
+    TRY(dop(l, &op2));
+    if (op2 != OP_NEWTRUE && op2 != OP_NEWFALSE && dint(l, op2, &b, &n) && l->pos + n < l->len &&
+        l->buf[l->pos + n] == OP_TUPLE2) {
+      /* a pair of integers (segment_pool_id) */
+      gpuplan__pv **items, *t;
+      DCOUNT();
+      DCOUNT();
+      l->pos += n + 1;
+      if (!(items = lalloc(l, 2 * sizeof *items)) || !(items[0] = int_value(l, a)) ||
+          !(items[1] = int_value(l, b)) || !(t = new_container(l, GPUPLAN__PV_TUPLE)))
+        return nomem(l);
+      t->u.seq.items = items;
+      t->u.seq.n = t->u.seq.cap = 2;
+      v = t;
+    } else if (!(v = int_value(l, a))) {
+      return nomem(l);
+    }
+  } else if (op == OP_BINGET || op == OP_LONG_BINGET) {
+    TRY(dget(l, op, &v));
+  } else {
+    TRY(dstr(l, op, &v));
+  }
+  TRY(dput(l, v));
+  *out = v;
+  return 0;
+}
+
+/* The value of a key the schema does not keep (or a key to skip): an
+ * integer, or (a key to skip) a memo reference ending the dict, here;
+ * anything else on the skip machine. */
+static int dskip(loader *l, gpuplan__pv *key, int skipkey, int op) {
+  int64_t iv;
+  size_t n, base, m0;
+  int rc;
+  if (dint(l, op, &iv, &n) && l->pos + n < l->len && !dput_op(l->buf[l->pos + n])) {
+    DCOUNT();
+    l->pos += n;
+    return 0;
+  }
+  if ((op == OP_BINGET || op == OP_LONG_BINGET) && skipkey) {
+    n = op == OP_BINGET ? 2 : 5;
+    if (l->len - l->pos > n && l->buf[l->pos + n] == OP_SETITEMS &&
+        memo_has(l, n == 2 ? l->buf[l->pos + 1] : le32(l->buf + l->pos + 1))) {
+      DCOUNT();
+      l->pos += n;
+      l->str_end = SIZE_MAX;
+      return 0;
+    }
+  }
+  if (op == OP_SHORT_BINUNICODE || op == OP_BINUNICODE) {
+    /* A str, not built: memoized as the skip machine memoizes one (built
+     * if a GET wants it). */
+    size_t hdr = op == OP_SHORT_BINUNICODE ? 2 : 5;
+    TRY(dneed(l, hdr));
+    n = hdr == 2 ? l->buf[l->pos + 1] : le32(l->buf + l->pos + 1);
+    if (n > SIZE_MAX - hdr - 1) return RESTART;
+    TRY(dneed(l, hdr + n + 1));
+    DCOUNT();
+    l->str_at = l->pos;
+    l->pos += hdr + n;
+    l->str_end = l->pos;
+    l->str_stored = SIZE_MAX;
+    TRY(dput(l, &l->lazy[LZ_SCALAR]));
+    l->str_end = SIZE_MAX;
+    return 0;
+  }
+  TRY(droom(l, 2));
+  l->stack[l->sp++] = key;
+  base = l->sp;
+  m0 = l->nmarks;
+  l->at = l->pos;
+  if (op == OP_EMPTY_LIST && skipkey) {
+    /* A frames list as the skip machine runs it (EMPTY_LIST, its PUT,
+     * MARK), and where its items are one run of references ending in
+     * APPENDS, that run counted; otherwise the skip machine goes on from
+     * where this stops. */
+    TRY(fill(l, l->ahead));
+    if (l->len - l->pos >= 16 && l->buf[l->pos + 1] == OP_MEMOIZE && l->buf[l->pos + 2] == OP_MARK &&
+        l->memo_len < l->memo_cap && l->memo_len < l->total && l->nmarks < l->mcap &&
+        l->pushes < l->lim.max_items) {
+      size_t end, cnt;
+      l->stack[l->sp++] = &l->lazy[LZ_LIST];
+      l->pushes++;
+      memo_set(l, l->memo_len, &l->lazy[LZ_LIST], 0, 0);
+      l->marks[l->nmarks++] = l->sp;
+      l->pos += 3;
+      if ((l->buf[l->pos] | 2u) == OP_LONG_BINGET && (cnt = ref_run(l, &end)) &&
+          cnt <= l->lim.max_items - l->pushes && end + 1 < l->len && l->buf[end] == OP_APPENDS &&
+          l->buf[end + 1] == OP_SETITEMS) {
+        l->pushes += cnt;
+        l->nmarks--;
+        l->sp = base - 1;
+        l->pos = end + 1;
+        l->str_end = SIZE_MAX;
+        return 0;
+      }
+    }
+  }
+  rc = skip_from(l, base, m0);
+  if (rc) return rc;
+  if (l->sp != base + 1 || l->nmarks != m0) return RESTART;
+  l->sp = base - 1;
+  return 0;
+}
+
+/* The slot of schema sc among those met (DSCHEMAS: no room, no tags). */
+static size_t dschema(loader *l, const gpuplan__pickle_schema *sc) {
+  size_t i;
+  for (i = 0; i < l->ndsch; i++)
+    if (l->dsch[i] == sc) return i;
+  if (i == DSCHEMAS) return DSCHEMAS;
+  l->dsch[i] = sc;
+  for (i = 0; sc->names[i]; i++) l->dnames[l->ndsch][i] = strlen(sc->names[i]);
+  return l->ndsch++;
+}
+
+/* The field of schema slot sl (sc) that key is (FK_OTHER: none; FK_SKIP:
+ * a key to skip), remembered in the key's tag for its level: 12 bits, the
+ * slot | 8 and the field + 2. */
+HOT int dfield(loader *l, size_t lvl, size_t sl, const gpuplan__pickle_schema *sc, gpuplan__pv *key) {
+  const unsigned sh = KEY_TAG_SHIFT(lvl);
+  uint32_t t = (key->seen >> sh) & 0xfffu;
+  size_t i;
+  int f = FK_OTHER;
+  if (t >> 4 == (8u | (uint32_t)sl)) return (int)(t & 15u) - 2;
+  if (key->seen & SKIPKEY) {
+    f = FK_SKIP;
+  } else {
+    for (i = 0; sc->names[i]; i++)
+      if ((sl < DSCHEMAS ? l->dnames[sl][i] : strlen(sc->names[i])) == key->u.str.len &&
+          memcmp(sc->names[i], key->u.str.s, key->u.str.len) == 0)
+        f = (int)i;
+  }
+  if (sl < DSCHEMAS)
+    key->seen = (key->seen & ~(0xfffu << sh)) | ((8u | (uint32_t)sl) << 4 | (uint32_t)(f + 2)) << sh;
+  return f;
+}
+
+/* The field of schema slot sl (sc) that the str s[0..n) is, as dfield. */
+static int dfield_at(const loader *l, size_t sl, const gpuplan__pickle_schema *sc, const unsigned char *s, size_t n) {
+  size_t i;
+  int f = FK_OTHER;
+  for (i = 0; i < l->nskip; i++)
+    if (l->skiplen[i] == n && memcmp(l->skip[i], s, n) == 0) return FK_SKIP;
+  for (i = 0; sc->names[i]; i++)
+    if ((sl < DSCHEMAS ? l->dnames[sl][i] : strlen(sc->names[i])) == n && memcmp(sc->names[i], s, n) == 0)
+      f = (int)i;
+  return f;
+}
+
+static int dlist(loader *l, const gpuplan__pickle_schema *sc, size_t lvl, gpuplan__pv **out);
+
+/* A dict at pos (EMPTY_DICT), as record *n of level lvl.  The common
+ * opcodes (its PUT and MARK, memo references as keys and values, integers
+ * without PUTs, a key to skip holding a memo reference that ends the dict)
+ * run here with the position in a local; any other one goes to the
+ * helpers above, which run it as the machine would. */
+static int drecord(loader *l, const gpuplan__pickle_schema *sc, size_t sl, size_t nf, size_t lvl, size_t *n) {
+  const unsigned char *buf = l->buf;
+  size_t len = l->len, pos = l->pos;
+  gpuplan__pfield *f;
+  int op;
+#define SYNC() (l->pos = pos)
+#define LOAD() (buf = l->buf, len = l->len, pos = l->pos)
+#define NEXT()                                                  \
+  do {                                                          \
+    if (len - pos < 16 || buf[pos] == OP_FRAME) {               \
+      SYNC();                                                   \
+      TRY(dop(l, &op));                                         \
+      LOAD();                                                   \
+    }                                                           \
+    op = buf[pos];                                              \
+  } while (0)
+  DCOUNT();
+  if (len - pos >= 16 && buf[pos + 1] == OP_MEMOIZE && buf[pos + 2] == OP_MARK && l->memo_len < l->memo_cap &&
+      l->memo_len < l->total) {
+    memo_set(l, l->memo_len, &l->lazy[LZ_DECODED], 0, 0);
+    pos += 3;
+  } else {
+    l->pos = pos + 1;
+    TRY(dput(l, &l->lazy[LZ_DECODED]));
+    TRY(dop(l, &op));
+    if (op != OP_MARK) return RESTART;
+    l->pos++;
+    LOAD();
+  }
+  if (l->rcap[lvl] - *n * nf < nf) {
+    void *m = l->rbuf[lvl];
+    TRY(grow(l, &m, &l->rcap[lvl], (*n + 1) * nf, sizeof *l->rbuf[lvl]));
+    l->rbuf[lvl] = m;
+  }
+  f = l->rbuf[lvl] + *n * nf;
+  memset(f, 0, nf * sizeof *f);
+  for (;;) {
+    gpuplan__pv *key, *v;
+    size_t w, idx;
+    int64_t iv;
+    int k, kind;
+    NEXT();
+    if (op == OP_SETITEMS) {
+      pos++;
+      break;
+    }
+    /* the key */
+    if ((op | 2) == OP_LONG_BINGET) {
+      w = op == OP_BINGET ? 2 : 5;
+      idx = w == 2 ? buf[pos + 1] : le32(buf + pos + 1);
+      if (!memo_has(l, idx) || (key = l->memo[idx])->type != GPUPLAN__PV_STR || dput_op(buf[pos + w]))
+        goto slow_key;
+      if (l->pushes >= l->lim.max_items) return RESTART;
+      l->pushes++;
+      pos += w;
+      k = dfield(l, lvl, sl, sc, key);
+    } else if (op == OP_SHORT_BINUNICODE && (w = 2 + (size_t)buf[pos + 1]) < len - pos) {
+      /* a new str: compared where it lies, memoized unbuilt */
+      k = dfield_at(l, sl, sc, buf + pos + 2, w - 2);
+      if (l->pushes >= l->lim.max_items) return RESTART;
+      l->pushes++;
+      key = &l->lazy[LZ_SCALAR];
+      l->str_at = pos;
+      pos += w;
+      l->str_end = pos;
+      l->str_stored = SIZE_MAX;
+      SYNC();
+      TRY(dput(l, key));
+      l->str_end = SIZE_MAX;
+      LOAD();
+    } else {
+    slow_key:
+      SYNC();
+      TRY(dstr(l, op, &key));
+      TRY(dput(l, key));
+      LOAD();
+      k = dfield(l, lvl, sl, sc, key);
+    }
+    NEXT();
+    /* its value */
+    if (k < 0) {
+      if (k == FK_SKIP) l->nskipped++;
+      w = 0;
+      if (op == OP_BININT1) w = 2;
+      else if (op == OP_BININT) w = 5;
+      else if (op == OP_LONG1 && buf[pos + 1] <= 8) w = 2 + (size_t)buf[pos + 1];
+      else if (k == FK_SKIP && (op | 2) == OP_LONG_BINGET) {
+        /* (a frames list met before) */
+        size_t e = op == OP_BINGET ? 2 : 5;
+        if (buf[pos + e] == OP_SETITEMS && memo_has(l, e == 2 ? buf[pos + 1] : le32(buf + pos + 1))) {
+          if (l->pushes >= l->lim.max_items) return RESTART;
+          l->pushes++;
+          pos += e;
+          l->str_end = SIZE_MAX;
+          continue;
+        }
+      }
+      if (w && !dput_op(buf[pos + w])) {
+        if (l->pushes >= l->lim.max_items) return RESTART;
+        l->pushes++;
+        pos += w;
+        continue;
+      }
+      SYNC();
+      TRY(dskip(l, key, k == FK_SKIP, op));
+      LOAD();
+      continue;
+    }
+    kind = sc->kinds[k];
+    if (kind == GPUPLAN__PF_INT) {
+      w = 0;
+      if (op == OP_BININT1) iv = buf[pos + 1], w = 2;
+      else if (op == OP_BININT2) iv = buf[pos + 1] | buf[pos + 2] << 8, w = 3;
+      else if (op == OP_BININT) iv = (int32_t)le32(buf + pos + 1), w = 5;
+      else if (op == OP_LONG1 && buf[pos + 1] <= 8) iv = long1(buf + pos + 2, buf[pos + 1]), w = 2 + (size_t)buf[pos + 1];
+      if (w && !dput_op(buf[pos + w])) {
+        if (l->pushes >= l->lim.max_items) return RESTART;
+        l->pushes++;
+        pos += w;
+        f[k].v = &gpuplan__pf_int;
+        f[k].i = iv;
+        continue;
+      }
+    } else if (kind == GPUPLAN__PF_VALUE && (op | 2) == OP_LONG_BINGET) {
+      w = op == OP_BINGET ? 2 : 5;
+      idx = w == 2 ? buf[pos + 1] : le32(buf + pos + 1);
+      if (memo_has(l, idx) && (v = l->memo[idx])->type != GPUPLAN__PV_SKIPPED && !dput_op(buf[pos + w])) {
+        if (l->pushes >= l->lim.max_items) return RESTART;
+        l->pushes++;
+        pos += w;
+        f[k].v = v;
+        f[k].i = 0;
+        continue;
+      }
+    }
+    SYNC();
+    switch (kind) {
+    case GPUPLAN__PF_INT:
+      if (dint(l, op, &iv, &w)) {
+        DCOUNT();
+        l->pos += w;
+        f[k].v = &gpuplan__pf_int;
+        f[k].i = iv;
+        if (l->pos < l->len && dput_op(l->buf[l->pos])) {
+          /* memoized: the value itself, as the machine builds it */
+          v = op == OP_NEWTRUE ? l->yes : op == OP_NEWFALSE ? l->no : int_value(l, iv);
+          if (!v) return nomem(l);
+          TRY(dput(l, v));
+        }
+        break;
+      }
+      /* not an integer: the value as it is */
+      /* fall through */
+    case GPUPLAN__PF_VALUE:
+      TRY(dvalue(l, op, &v));
+      f[k].v = v;
+      f[k].i = 0;
+      break;
+    case GPUPLAN__PF_RECORDS:
+      if (lvl + 1 >= DLEVELS || !sc->sub || !sc->sub[k]) return RESTART;
+      TRY(dlist(l, sc->sub[k], lvl + 1, &v));
+      f[k].v = v;
+      f[k].i = 0;
+      break;
+    default: return RESTART;
+    }
+    LOAD();
+  }
+  SYNC();
+  (*n)++;
+  return 0;
+#undef SYNC
+#undef LOAD
+#undef NEXT
+}
+
+/* A list of dicts at pos, as a RECORDS of level lvl. */
+static int dlist(loader *l, const gpuplan__pickle_schema *sc, size_t lvl, gpuplan__pv **out) {
+  size_t nf = 0, n = 0, sl = dschema(l, sc);
+  gpuplan__pv *v;
+  gpuplan__pfield *f = NULL;
+  int op;
+  while (sc->names[nf]) nf++;
+  TRY(dop(l, &op));
+  if (op != OP_EMPTY_LIST || nf == 0) return RESTART;
+  DCOUNT();
+  l->pos++;
+  TRY(dput(l, &l->lazy[LZ_DECODED]));
+  for (;;) {
+    TRY(dop(l, &op));
+    if (op == OP_MARK) {
+      l->pos++;
+      for (;;) {
+        TRY(dop(l, &op));
+        if (op == OP_APPENDS) break;
+        if (op != OP_EMPTY_DICT) return RESTART;
+        TRY(drecord(l, sc, sl, nf, lvl, &n));
+      }
+      l->pos++;
+    } else if (op == OP_EMPTY_DICT) {
+      TRY(drecord(l, sc, sl, nf, lvl, &n));
+      TRY(dop(l, &op));
+      if (op != OP_APPEND) return RESTART;
+      l->pos++;
+    } else {
+      break;
+    }
+  }
+  if (n > SIZE_MAX / nf / sizeof *f) return nomem(l);
+  if (!(v = newv(l, GPUPLAN__PV_RECORDS, 0)) || (n && !(f = lalloc(l, n * nf * sizeof *f)))) return nomem(l);
+  if (n) memcpy(f, l->rbuf[lvl], n * nf * sizeof *f);
+  v->u.rec.f = f;
+  v->u.rec.n = n;
+  v->u.rec.nf = nf;
+  *out = v;
+  return 0;
+}
+
+/* A list of lists of dicts at pos, as a LIST of RECORDS. */
+static int dlists(loader *l, const gpuplan__pickle_schema *sc, gpuplan__pv **out) {
+  gpuplan__pv **items = NULL, *v, *list;
+  size_t n = 0, cap = 0;
+  int op, rc = 0;
+  TRY(dop(l, &op));
+  if (op != OP_EMPTY_LIST) return RESTART;
+  DCOUNT();
+  l->pos++;
+  TRY(dput(l, &l->lazy[LZ_DECODED]));
+  for (;;) {
+    int single;
+    if ((rc = dop(l, &op))) goto done;
+    if (op != OP_MARK && op != OP_EMPTY_LIST) break;
+    single = op == OP_EMPTY_LIST;
+    if (!single) l->pos++;
+    for (;;) {
+      if ((rc = dop(l, &op))) goto done;
+      if (!single && op == OP_APPENDS) break;
+      if (op != OP_EMPTY_LIST) {
+        rc = RESTART;
+        goto done;
+      }
+      if ((rc = dlist(l, sc, 0, &v))) goto done;
+      if (n == cap) {
+        void *m = items;
+        if ((rc = grow(l, &m, &cap, n + 1, sizeof *items))) goto done;
+        items = m;
+      }
+      items[n++] = v;
+      if (single) {
+        if ((rc = dop(l, &op))) goto done;
+        if (op != OP_APPEND) rc = RESTART;
+        break;
+      }
+    }
+    if (rc) goto done;
+    l->pos++; /* APPENDS or APPEND */
+  }
+  if (!(list = new_container(l, GPUPLAN__PV_LIST)) || (n && !(list->u.seq.items = lalloc(l, n * sizeof *items)))) {
+    rc = nomem(l);
+    goto done;
+  }
+  if (n) memcpy(list->u.seq.items, items, n * sizeof *items);
+  list->u.seq.n = list->u.seq.cap = n;
+  *out = list;
+done:
+  gpuplan__free(l->ctx, items);
+  return rc;
+}
+
+/* Called with a key to decode on top, at a key's place in the top-level
+ * dict: its PUTs, then its value decoded, pushed (0 without decoding:
+ * limits too tight for a decoded value's nesting to be the machine's). */
+static int decode_value(loader *l, const gpuplan__pickle_decode *d) {
+  gpuplan__pv *v;
+  if (l->lim.max_depth < 16) return 0;
+  l->skipped_any = 1;
+  TRY(dput(l, l->stack[l->sp - 1]));
+  TRY(d->lists == 2 ? dlists(l, d->schema, &v) : dlist(l, d->schema, 0, &v));
+  TRY(droom(l, 1));
+  l->stack[l->sp++] = v;
+  l->at = l->pos;
+  l->str_end = SIZE_MAX;
+  return 0;
+}
+
+#undef DCOUNT
 
 /* --- text arguments (protocol 0) ------------------------------------------- */
 
@@ -1939,7 +2612,7 @@ static int run_fast(loader *l) {
         if (!room || !memo_has(l, idx)) goto out;
         v = l->memo[idx];
         /* stand-ins, and keys to skip (their value comes next): step's */
-        if (v->type == GPUPLAN__PV_SKIPPED || (v->seen & SKIPKEY && v->type == GPUPLAN__PV_STR)) goto out;
+        if (v->type == GPUPLAN__PV_SKIPPED || (v->seen & KEYFLAGS && v->type == GPUPLAN__PV_STR)) goto out;
         pos += n;
         goto push;
       case OP_MEMOIZE:
@@ -1977,20 +2650,11 @@ static int run_fast(loader *l) {
         iv = (int32_t)le32(buf + pos + 1);
         n = 5;
         goto integer;
-      case OP_LONG1: {
+      case OP_LONG1:
         /* At most 8 bytes, which can be read at once (len - pos >= 16). */
-        uint64_t u = le64(buf + pos + 2);
-        size_t w = buf[pos + 1];
-        if (w > 8) goto out;
-        if (w == 0) {
-          u = 0;
-        } else if (w < 8) { /* the w low bytes, sign-extended */
-          u &= ~(uint64_t)0 >> (64 - 8 * w);
-          if ((u >> (8 * w - 1)) & 1u) u |= ~(uint64_t)0 << (8 * w);
-        }
-        iv = to_signed(u);
-        n = 2 + w;
-      }
+        if (buf[pos + 1] > 8) goto out;
+        iv = long1(buf + pos + 2, buf[pos + 1]);
+        n = 2 + (size_t)buf[pos + 1];
       integer:
         if (!room) goto out;
         if (l->ints) {
@@ -2158,8 +2822,9 @@ gpuplan__pickle_limits gpuplan__pickle_default_limits(void) {
 /* One pass over the input.  *again: it ended in a way a pass without
  * skipping may end otherwise (RESTART, or an error after skipping). */
 static int load_once(gpuplan_ctx *ctx, const void *buf, size_t len, const gpuplan__pickle_reader *rd,
-                     const gpuplan__pickle_limits *lim, const char *const *skip, int skipping,
-                     gpuplan__pickle *p, const gpuplan__pv **root, int *again) {
+                     const gpuplan__pickle_limits *lim, const char *const *skip,
+                     const gpuplan__pickle_decode *decode, int skipping, gpuplan__pickle *p,
+                     const gpuplan__pv **root, int *again) {
   loader l;
   gpuplan__pv *single;
   int rc = 0, stop = 0, i;
@@ -2199,7 +2864,14 @@ static int load_once(gpuplan_ctx *ctx, const void *buf, size_t len, const gpupla
     l.skiplen[l.nskip] = strlen(skip[l.nskip]);
     l.nskip++;
   }
-  l.skipping = skip && skipping;
+  if (skipping && decode) {
+    l.decode = decode;
+    while (decode[l.ndecode].key && l.ndecode < GPUPLAN__PICKLE_MAX_DECODE) {
+      l.declen[l.ndecode] = strlen(decode[l.ndecode].key);
+      l.ndecode++;
+    }
+  }
+  l.skipping = (skip || l.ndecode) && skipping;
   l.str_end = SIZE_MAX;
   for (i = 0; i < LZ_KINDS; i++) {
     l.lazy[i].type = GPUPLAN__PV_SKIPPED;
@@ -2268,14 +2940,15 @@ done:
   gpuplan__free(ctx, l.ints);
   gpuplan__free(ctx, l.win);
   gpuplan__free(ctx, l.store);
+  for (i = 0; i < DLEVELS; i++) gpuplan__free(ctx, l.rbuf[i]);
   return rc;
 }
 
 static int load_any(gpuplan_ctx *ctx, const void *buf, size_t len, const gpuplan__pickle_reader *rd,
-                    const gpuplan__pickle_limits *limits, const char *const *skip, gpuplan__pickle *p,
-                    const gpuplan__pv **root) {
+                    const gpuplan__pickle_limits *limits, const char *const *skip,
+                    const gpuplan__pickle_decode *decode, gpuplan__pickle *p, const gpuplan__pv **root) {
   gpuplan__pickle_limits lim = limits ? *limits : gpuplan__pickle_default_limits();
-  size_t nskip = 0;
+  size_t nskip = 0, nd = 0;
   int rc, again = 0;
 
   if (root) *root = NULL;
@@ -2287,12 +2960,25 @@ static int load_any(gpuplan_ctx *ctx, const void *buf, size_t len, const gpuplan
   if (nskip > GPUPLAN__PICKLE_MAX_SKIP)
     return gpuplan__error(ctx, GPUPLAN_EMISUSE, "pickle: more than %d keys to skip",
                           GPUPLAN__PICKLE_MAX_SKIP);
-  rc = load_once(ctx, buf, len, rd, &lim, nskip ? skip : NULL, 1, p, root, &again);
+  for (; decode && decode[nd].key; nd++) {
+    size_t nf = 0, k;
+    const gpuplan__pickle_schema *sc = decode[nd].schema;
+    if (nd == GPUPLAN__PICKLE_MAX_DECODE || (decode[nd].lists != 1 && decode[nd].lists != 2) || !sc)
+      return gpuplan__error(ctx, GPUPLAN_EMISUSE, "pickle: decode entry %zu is malformed", nd);
+    while (sc->names[nf]) nf++;
+    if (nf == 0 || nf > GPUPLAN__PICKLE_MAX_FIELDS)
+      return gpuplan__error(ctx, GPUPLAN_EMISUSE, "pickle: decode entry %zu: 1 to %d fields", nd,
+                            GPUPLAN__PICKLE_MAX_FIELDS);
+    for (k = 0; k < nf; k++)
+      if (sc->kinds[k] == GPUPLAN__PF_RECORDS && (!sc->sub || !sc->sub[k]))
+        return gpuplan__error(ctx, GPUPLAN_EMISUSE, "pickle: decode entry %zu: field %zu has no schema", nd, k);
+  }
+  rc = load_once(ctx, buf, len, rd, &lim, nskip ? skip : NULL, nd ? decode : NULL, 1, p, root, &again);
   if (again) {
     /* Skipping could not keep the result exact (or an error may read
      * otherwise without it): load again, building every value. */
     memset(p, 0, sizeof *p);
-    rc = load_once(ctx, buf, len, rd, &lim, nskip ? skip : NULL, 0, p, root, &again);
+    rc = load_once(ctx, buf, len, rd, &lim, nskip ? skip : NULL, NULL, 0, p, root, &again);
     if (NEVER(rc == RESTART)) rc = gpuplan__error(ctx, GPUPLAN_ERROR, "pickle: a stand-in without skipping");
     p->reparsed = 1;
   }
@@ -2302,8 +2988,22 @@ static int load_any(gpuplan_ctx *ctx, const void *buf, size_t len, const gpuplan
 int gpuplan__pickle_load_skip(gpuplan_ctx *ctx, const void *buf, size_t len,
                               const gpuplan__pickle_limits *limits, const char *const *skip,
                               gpuplan__pickle *p, const gpuplan__pv **root) {
-  return load_any(ctx, buf, len, NULL, limits, skip, p, root);
+  return load_any(ctx, buf, len, NULL, limits, skip, NULL, p, root);
 }
+
+int gpuplan__pickle_load_decode(gpuplan_ctx *ctx, const void *buf, size_t len,
+                                const gpuplan__pickle_reader *rd, const gpuplan__pickle_limits *limits,
+                                const char *const *skip, const gpuplan__pickle_decode *decode,
+                                gpuplan__pickle *p, const gpuplan__pv **root) {
+  if (rd && !rd->read) {
+    if (root) *root = NULL;
+    if (p) memset(p, 0, sizeof *p);
+    return ctx ? gpuplan__error(ctx, GPUPLAN_EMISUSE, "pickle: a reader without read") : GPUPLAN_EMISUSE;
+  }
+  return load_any(ctx, rd ? NULL : buf, rd ? 0 : len, rd, limits, skip, decode, p, root);
+}
+
+const gpuplan__pv gpuplan__pf_int = {GPUPLAN__PV_INT, 0, {0}};
 
 int gpuplan__pickle_load_reader(gpuplan_ctx *ctx, const gpuplan__pickle_reader *rd,
                                 const gpuplan__pickle_limits *limits, const char *const *skip,
@@ -2313,7 +3013,7 @@ int gpuplan__pickle_load_reader(gpuplan_ctx *ctx, const gpuplan__pickle_reader *
     if (p) memset(p, 0, sizeof *p);
     return ctx ? gpuplan__error(ctx, GPUPLAN_EMISUSE, "pickle: NULL reader") : GPUPLAN_EMISUSE;
   }
-  return load_any(ctx, NULL, 0, rd, limits, skip, p, root);
+  return load_any(ctx, NULL, 0, rd, limits, skip, NULL, p, root);
 }
 
 int gpuplan__pickle_load_ex(gpuplan_ctx *ctx, const void *buf, size_t len,

@@ -43,10 +43,19 @@ typedef enum {
   GPUPLAN__PV_LIST,   /* list; also set and frozenset, in file order */
   GPUPLAN__PV_TUPLE,
   GPUPLAN__PV_DICT,
-  GPUPLAN__PV_SKIPPED /* the loader's stand-in for a value it skips; never in a result */
+  GPUPLAN__PV_SKIPPED, /* the loader's stand-in for a value it skips; never in a result */
+  GPUPLAN__PV_RECORDS  /* a list of dicts decoded as records (gpuplan__pickle_load_decode) */
 } gpuplan__pv_type;
 
 typedef struct gpuplan__pv gpuplan__pv;
+
+/* A field of a decoded record: v NULL when the dict has no such key;
+ * &gpuplan__pf_int when it holds the integer i (or a bool, as 0 or 1);
+ * else the value, as a load without decoding builds it. */
+typedef struct gpuplan__pfield {
+  const gpuplan__pv *v;
+  int64_t i;
+} gpuplan__pfield;
 
 struct gpuplan__pv {
   gpuplan__pv_type type;
@@ -66,6 +75,9 @@ struct gpuplan__pv {
      * SETITEM with an equal key appends a second pair, and
      * gpuplan__pv_get returns the last one, as Python would. */
     struct { gpuplan__pv **keys, **vals; size_t n, cap; } dict;
+    /* RECORDS: n records of nf fields each, record r's field k at
+     * f[r * nf + k], in the order of the schema's names. */
+    struct { const gpuplan__pfield *f; size_t n, nf; } rec;
   } u;
 };
 
@@ -157,6 +169,69 @@ typedef struct gpuplan__pickle_reader {
 int gpuplan__pickle_load_reader(gpuplan_ctx *ctx, const gpuplan__pickle_reader *rd,
                                 const gpuplan__pickle_limits *limits, const char *const *skip,
                                 gpuplan__pickle *p, const gpuplan__pv **root);
+
+/*
+ * Decoding: a consumer that reads a few fields of thousands of dicts (a
+ * snapshot's trace events, segments and blocks) can have them decoded
+ * straight from the opcodes into records, instead of built as dicts of
+ * values: each decode entry names a key of the top-level dict whose value
+ * is a list of such dicts (lists 1) or a list of lists of them (lists 2),
+ * and the schema of the fields read.  That value then loads as a RECORDS
+ * (lists 1) or a LIST of RECORDS (lists 2).
+ *
+ * A field of kind INT that holds an integer or a bool is kept as one
+ * (gpuplan__pfield); anything else it holds, and a field of kind VALUE, is
+ * the value a load without decoding builds (a str, None, a bool, an
+ * integer, a tuple of two integers, or one fetched from the memo);
+ * RECORDS: a list of dicts of the sub-schema, itself decoded (one level).
+ * Keys the schema does not name are skipped as keys to skip are (their
+ * values not built), and so are the keys to skip.
+ *
+ * Anything else (a record that is not a dict of str keys written by MARK
+ * ... SETITEMS, a memo reference to one, a value of a form not above, a
+ * list written otherwise than picklers write lists, a decoded value or one
+ * of its dicts wanted outside it through the memo) makes the load repeat
+ * without skipping or decoding (p->reparsed), where those keys hold
+ * ordinary lists of dicts: consumers take both.  Decoding changes neither
+ * the values count, nor the rest of the result, nor an error, but as
+ * skipping does: values not built are not shape-checked.  Limits below
+ * max_depth 16 decode nothing.
+ */
+#define GPUPLAN__PICKLE_MAX_FIELDS 12
+#define GPUPLAN__PICKLE_MAX_DECODE 4
+enum { GPUPLAN__PF_INT = 1, GPUPLAN__PF_VALUE, GPUPLAN__PF_RECORDS };
+typedef struct gpuplan__pickle_schema {
+  const char *const *names;   /* NULL-terminated, at most GPUPLAN__PICKLE_MAX_FIELDS */
+  const unsigned char *kinds; /* GPUPLAN__PF_* of each */
+  const struct gpuplan__pickle_schema *const *sub; /* RECORDS fields' schemas (others NULL); NULL: none */
+} gpuplan__pickle_schema;
+typedef struct gpuplan__pickle_decode {
+  const char *key; /* NULL ends the array (at most GPUPLAN__PICKLE_MAX_DECODE entries) */
+  int lists;       /* 1 or 2 */
+  const gpuplan__pickle_schema *schema;
+} gpuplan__pickle_decode;
+
+/* The marker of an integer field (gpuplan__pfield). */
+extern const gpuplan__pv gpuplan__pf_int;
+
+/*
+ * gpuplan__pickle_load_skip of buf[0..len), or (rd non-NULL)
+ * gpuplan__pickle_load_reader of rd, decoding the values of decode's keys
+ * (see above; NULL: none).
+ */
+int gpuplan__pickle_load_decode(gpuplan_ctx *ctx, const void *buf, size_t len,
+                                const gpuplan__pickle_reader *rd, const gpuplan__pickle_limits *limits,
+                                const char *const *skip, const gpuplan__pickle_decode *decode,
+                                gpuplan__pickle *p, const gpuplan__pv **root);
+
+/* Field f as a value: f->v, or for an integer *tmp made to hold it. */
+static inline const gpuplan__pv *gpuplan__pf_value(const gpuplan__pfield *f, gpuplan__pv *tmp) {
+  if (f->v != &gpuplan__pf_int) return f->v;
+  tmp->type = GPUPLAN__PV_INT;
+  tmp->seen = 0;
+  tmp->u.i = f->i;
+  return tmp;
+}
 
 /* Free every value of p.  Accepts NULL and a pickle whose load failed. */
 void gpuplan__pickle_free(gpuplan__pickle *p);

@@ -250,7 +250,8 @@ static int action_of(const char *s, gpuplan_alloc_action *out) {
   return 0;
 }
 
-/* The fields convert reads. */
+/* The fields convert reads, and their kinds where the loader decodes
+ * them (gpuplan__pickle_load_decode). */
 static const char *const seg_fields[] = {"device", "is_expandable", "address", "total_size", "stream",
                                          "segment_type", "blocks", "segment_pool_id", NULL};
 enum { SF_DEVICE, SF_EXPANDABLE, SF_ADDRESS, SF_TOTAL_SIZE, SF_STREAM, SF_TYPE, SF_BLOCKS, SF_POOL };
@@ -258,6 +259,47 @@ static const char *const block_fields[] = {"size", "requested_size", "history", 
 enum { BF_SIZE, BF_REQUESTED, BF_HISTORY, BF_STATE };
 static const char *const event_fields[] = {"action", "device_free", "addr", "size", "stream", NULL};
 enum { EF_ACTION, EF_DEVICE_FREE, EF_ADDR, EF_SIZE, EF_STREAM };
+static const char *const ann_fields[] = {"device", NULL};
+
+enum { K_INT = GPUPLAN__PF_INT, K_VAL = GPUPLAN__PF_VALUE, K_REC = GPUPLAN__PF_RECORDS };
+static const unsigned char block_kinds[] = {K_INT, K_INT, K_VAL, K_VAL};
+static const gpuplan__pickle_schema block_schema = {block_fields, block_kinds, NULL};
+static const unsigned char seg_kinds[] = {K_INT, K_INT, K_INT, K_INT, K_INT, K_VAL, K_REC, K_VAL};
+static const gpuplan__pickle_schema *const seg_sub[] = {NULL, NULL, NULL, NULL, NULL, NULL, &block_schema, NULL};
+static const gpuplan__pickle_schema seg_schema = {seg_fields, seg_kinds, seg_sub};
+static const unsigned char event_kinds[] = {K_VAL, K_INT, K_INT, K_INT, K_INT};
+static const gpuplan__pickle_schema event_schema = {event_fields, event_kinds, NULL};
+static const unsigned char ann_kinds[] = {K_INT};
+static const gpuplan__pickle_schema ann_schema = {ann_fields, ann_kinds, NULL};
+/* What a load decodes: the lists of dicts convert reads a few fields of. */
+static const gpuplan__pickle_decode decoded[] = {{"segments", 1, &seg_schema},
+                                                 {"device_traces", 2, &event_schema},
+                                                 {"external_annotations", 1, &ann_schema},
+                                                 {NULL, 0, NULL}};
+
+/* A list of dicts as loaded: a LIST of them, or decoded (RECORDS). */
+static int dict_list(const gpuplan__pv *v) {
+  return v && (v->type == GPUPLAN__PV_LIST || v->type == GPUPLAN__PV_RECORDS);
+}
+
+static size_t dict_count(const gpuplan__pv *v) {
+  return v->type == GPUPLAN__PV_RECORDS ? v->u.rec.n : v->u.seq.n;
+}
+
+/* The fields f names of item i of such a list, in v (tmp holds the
+ * integers of a record); -1 when the item is not a dict. */
+static int item_fields(fields *f, const gpuplan__pv *list, size_t i, const gpuplan__pv **v, gpuplan__pv *tmp) {
+  if (list->type == GPUPLAN__PV_RECORDS) {
+    const gpuplan__pfield *r = list->u.rec.f + i * list->u.rec.nf;
+    size_t k;
+    if (NEVER(list->u.rec.nf != f->n)) return -1;
+    for (k = 0; k < f->n; k++) v[k] = gpuplan__pf_value(&r[k], &tmp[k]);
+    return 0;
+  }
+  if (list->u.seq.items[i]->type != GPUPLAN__PV_DICT) return -1;
+  fields_get(f, list->u.seq.items[i], v);
+  return 0;
+}
 
 static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t values, gpuplan_snapshot *s) {
   const gpuplan__pv *segs, *traces, *tr = NULL;
@@ -273,13 +315,12 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
    * as {'segments': data, 'traces': []} (_memory_viz._read). */
   segs = list_format ? root : gpuplan__pv_get(root, "segments");
   traces = list_format ? NULL : gpuplan__pv_get(root, "device_traces");
-  if (!segs || segs->type != GPUPLAN__PV_LIST)
-    return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: no 'segments' list");
+  if (!dict_list(segs)) return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: no 'segments' list");
   if (traces && traces->type != GPUPLAN__PV_LIST)
     return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: 'device_traces' is not a list");
   if (traces && device >= 0 && (size_t)device < traces->u.seq.n) {
     tr = traces->u.seq.items[device];
-    if (tr->type != GPUPLAN__PV_LIST)
+    if (!dict_list(tr))
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: device_traces[%d] is not a list", device);
   }
   GPUPLAN_TRY(conf_from_settings(ctx, gpuplan__pv_get(root, "allocator_settings"), &s->conf));
@@ -293,7 +334,7 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     }
     s->facts.format = list_format ? 1 : 2;
     s->facts.traced_devices = traces ? traces->u.seq.n : 0;
-    s->facts.segments_all = segs->u.seq.n;
+    s->facts.segments_all = dict_count(segs);
   }
   if (!list_format) {
     /* PyTorch main (pytorch#182407): pinned host memory, host_segments (a
@@ -317,15 +358,18 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     /* 2.6+: torch.cuda.memory._record_memory_history's annotations
      * (record_function ranges), [{name, stage, device, time_us}]. */
     const gpuplan__pv *ann = list_format ? NULL : gpuplan__pv_get(root, "external_annotations");
-    if (ann && ann->type != GPUPLAN__PV_LIST && ann->type != GPUPLAN__PV_NONE)
+    fields af;
+    if (ann && !dict_list(ann) && ann->type != GPUPLAN__PV_NONE)
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: 'external_annotations' is not a list");
-    if (ann && ann->type == GPUPLAN__PV_LIST)
-      for (i = 0; i < ann->u.seq.n; i++) {
-        const gpuplan__pv *a = ann->u.seq.items[i];
+    fields_init(&af, ann_fields);
+    if (dict_list(ann))
+      for (i = 0; i < dict_count(ann); i++) {
+        const gpuplan__pv *v[FIELDS_MAX];
+        gpuplan__pv tmp[FIELDS_MAX];
         int64_t adev;
-        if (a->type != GPUPLAN__PV_DICT)
+        if (item_fields(&af, ann, i, v, tmp) != 0)
           return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: external_annotations[%zu] is not a dict", i);
-        if (gpuplan__pv_int(gpuplan__pv_get(a, "device"), &adev) == 0 && adev != device) continue;
+        if (gpuplan__pv_int(v[0], &adev) == 0 && adev != device) continue;
         s->facts.annotations++;
       }
   }
@@ -335,11 +379,14 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
    * blocks from a 5 KB file.  A torch snapshot never shares them, and
    * every block it has cost the reader a value: more blocks than values
    * is sharing, refused before anything is expanded (review M1). */
+  fields_init(&sf, seg_fields);
+  fields_init(&bf, block_fields);
   {
     size_t total = 0;
-    for (i = 0; i < segs->u.seq.n; i++) {
-      const gpuplan__pv *blocks = gpuplan__pv_get(segs->u.seq.items[i], "blocks");
-      if (blocks && blocks->type == GPUPLAN__PV_LIST) total += blocks->u.seq.n;
+    for (i = 0; i < dict_count(segs); i++) {
+      const gpuplan__pv *v[FIELDS_MAX];
+      gpuplan__pv tmp[FIELDS_MAX];
+      if (item_fields(&sf, segs, i, v, tmp) == 0 && dict_list(v[SF_BLOCKS])) total += dict_count(v[SF_BLOCKS]);
       if (total > values)
         return gpuplan__error(ctx, GPUPLAN_EINVAL,
                               "snapshot: its segments or blocks are shared dicts (pickle memo references): "
@@ -348,17 +395,15 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     }
   }
   /* Segments of this device. */
-  s->segs = gpuplan__calloc(ctx, segs->u.seq.n ? segs->u.seq.n : 1, sizeof *s->segs);
+  s->segs = gpuplan__calloc(ctx, dict_count(segs) ? dict_count(segs) : 1, sizeof *s->segs);
   if (!s->segs) return gpuplan__nomem(ctx);
-  fields_init(&sf, seg_fields);
-  fields_init(&bf, block_fields);
-  for (i = 0; i < segs->u.seq.n; i++) {
-    const gpuplan__pv *d = segs->u.seq.items[i], *blocks, *type, *v[FIELDS_MAX];
+  for (i = 0; i < dict_count(segs); i++) {
+    const gpuplan__pv *blocks, *type, *v[FIELDS_MAX];
+    gpuplan__pv tmp[FIELDS_MAX];
     rseg *r;
     uint64_t at;
-    if (d->type != GPUPLAN__PV_DICT)
+    if (item_fields(&sf, segs, i, v, tmp) != 0)
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu is not a dict", i);
-    fields_get(&sf, d, v);
     if (gpuplan__pv_int(v[SF_DEVICE], &dev) == 0 && dev != device) continue;
     r = &s->segs[s->nsegs];
     {
@@ -399,24 +444,24 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     if (r->size == 0 || r->addr + r->size < r->addr)
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: bad address/size", i);
     blocks = v[SF_BLOCKS];
-    if (!blocks || blocks->type != GPUPLAN__PV_LIST)
+    if (!dict_list(blocks))
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: no 'blocks' list", i);
-    if (blocks->u.seq.n) {
+    if (dict_count(blocks)) {
       /* room for them all at once */
-      rblock *nb = gpuplan__realloc(ctx, r->b, blocks->u.seq.n * sizeof *nb);
+      rblock *nb = gpuplan__realloc(ctx, r->b, dict_count(blocks) * sizeof *nb);
       if (!nb) return gpuplan__nomem(ctx);
       r->b = nb;
-      r->cap = blocks->u.seq.n;
+      r->cap = dict_count(blocks);
     }
     at = r->addr;
-    for (j = 0; j < blocks->u.seq.n; j++) {
-      const gpuplan__pv *b = blocks->u.seq.items[j], *bv[FIELDS_MAX];
+    for (j = 0; j < dict_count(blocks); j++) {
+      const gpuplan__pv *bv[FIELDS_MAX];
+      gpuplan__pv btmp[FIELDS_MAX];
       rblock rb;
       const char *bstate;
       memset(&rb, 0, sizeof rb);
-      if (b->type != GPUPLAN__PV_DICT)
+      if (item_fields(&bf, blocks, j, bv, btmp) != 0)
         return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu block %zu is not a dict", i, j);
-      fields_get(&bf, b, bv);
       GPUPLAN_TRY(value_u64(ctx, bv[BF_SIZE], "size", "block", j, &rb.size));
       if (bv[BF_REQUESTED]) {
         GPUPLAN_TRY(value_u64(ctx, bv[BF_REQUESTED], "requested_size", "block", j, &rb.requested));
@@ -455,15 +500,15 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     const gpuplan__pv *act_pv[16];
     gpuplan_alloc_action act_of[16];
     size_t nact = 0, k;
-    s->ev = gpuplan__calloc(ctx, tr->u.seq.n ? tr->u.seq.n : 1, sizeof *s->ev);
+    s->ev = gpuplan__calloc(ctx, dict_count(tr) ? dict_count(tr) : 1, sizeof *s->ev);
     if (!s->ev) return gpuplan__nomem(ctx);
     fields_init(&ef, event_fields);
-    for (i = 0; i < tr->u.seq.n; i++) {
-      const gpuplan__pv *e = tr->u.seq.items[i], *v[FIELDS_MAX], *act;
+    for (i = 0; i < dict_count(tr); i++) {
+      const gpuplan__pv *v[FIELDS_MAX], *act;
+      gpuplan__pv tmp[FIELDS_MAX];
       gpuplan_alloc_event *o = &s->ev[s->nev];
-      if (e->type != GPUPLAN__PV_DICT)
+      if (item_fields(&ef, tr, i, v, tmp) != 0)
         return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: trace event %zu is not a dict", i);
-      fields_get(&ef, e, v);
       act = v[EF_ACTION];
       for (k = 0; k < nact && act_pv[k] != act; k++) continue;
       if (k < nact) {
@@ -519,8 +564,7 @@ static int load_from(gpuplan_ctx *ctx, const void *buf, size_t len, const gpupla
   gpuplan_snapshot *s;
   int rc;
   if (device < 0) return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: device must be >= 0");
-  rc = rd ? gpuplan__pickle_load_reader(ctx, rd, NULL, skipped_keys, &p, &root)
-          : gpuplan__pickle_load_skip(ctx, buf, len, NULL, skipped_keys, &p, &root);
+  rc = gpuplan__pickle_load_decode(ctx, buf, len, rd, NULL, skipped_keys, decoded, &p, &root);
   if (rc) {
     gpuplan__pickle_free(&p);
     return rc;

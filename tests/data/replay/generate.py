@@ -279,3 +279,37 @@ write("private-pool-freed.pickle", {
     "device_traces": [[ev("segment_alloc", S2, 20 * MiB), ev("alloc", S2, 5 * MiB)] + free(S2, 5 * MiB) +
                       [ev("segment_free", S2, 20 * MiB)]],
     "allocator_settings": SETTINGS, "external_annotations": []})
+
+# decode-small.pickle: a small snapshot of the shapes a replay decodes as
+# records (test_pickle.c: every truncation and byte changed in turn, decoded
+# and skipped alike): segments with blocks and a (0, 0) pool id each, frames
+# lists met again (shared) and new ones holding frames met before and new
+# ones, events whose frames come last, and annotations whose keys are new
+# strings every time, as torch writes them.
+def _fresh(s):
+    return "".join(list(s))  # a str object of its own (not interned)
+
+
+_f1 = {"filename": "a.py", "line": 3, "name": "f"}
+_f2 = {"filename": "b.py", "line": 40, "name": "g"}
+_f3 = {"filename": "a.py", "line": 9, "name": "h"}
+_fr_a = [_f1, _f2]
+_fr_b = [_f2, _f1, _f3]
+_dseg = seg(S0, [(2 * MiB, 2 * MiB, True), (18 * MiB, 0, False)])
+_dseg["segment_pool_id"] = (0, 0)
+_dseg["frames"] = _fr_a
+_dseg["blocks"][0]["frames"] = _fr_a
+_dseg["blocks"][1]["frames"] = []
+_devs = [dict(ev("segment_alloc", S0, 20 * MiB), time_us=1748474880683573, frames=_fr_a),
+         dict(ev("alloc", S0, 2 * MiB), time_us=1748474880683666, frames=_fr_b),
+         dict(ev("alloc", S0 + 2 * MiB, 1 * MiB), time_us=1748474880683767, frames=[_f3, _f1]),
+         dict(ev("free_requested", S0 + 2 * MiB, 1 * MiB), time_us=1748474880683855, frames=_fr_b),
+         dict(ev("free_completed", S0 + 2 * MiB, 1 * MiB), time_us=1748474880683949, frames=_fr_b)]
+write("decode-small.pickle", {
+    "segments": [_dseg],
+    "device_traces": [_devs],
+    "allocator_settings": SETTINGS,
+    "external_annotations": [{_fresh("stage"): _fresh("START"), _fresh("name"): _fresh("fwd"),
+                              _fresh("device"): 0, _fresh("time_us"): 1748474880840249},
+                             {_fresh("stage"): _fresh("END"), _fresh("name"): _fresh("fwd"),
+                              _fresh("device"): 0, _fresh("time_us"): 1748474887587282}]})
