@@ -34,6 +34,8 @@ typedef struct rseg {
   unsigned pool;    /* ... which: 1 + its index in pool_ids (0: default, or one of too many) */
   rblock *b;
   size_t n, cap;
+  long troot;       /* while rebuilding: its blocks, a treap in the tpool (-1: none) */
+  size_t tcount;    /* ... how many */
 } rseg;
 
 /* A state of the allocator: segments (by pointer, so that inserting and
@@ -487,7 +489,9 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
                             "snapshot: segment %zu: blocks cover %llu of %llu bytes", i,
                             (unsigned long long)(at - r->addr), (unsigned long long)r->size);
   }
-  qsort(s->segs, s->nsegs, sizeof *s->segs, seg_cmp_addr);
+  /* (torch writes them sorted by address: sorted again only if not) */
+  for (i = 1; i < s->nsegs && s->segs[i - 1].addr <= s->segs[i].addr; i++) continue;
+  if (i < s->nsegs) qsort(s->segs, s->nsegs, sizeof *s->segs, seg_cmp_addr);
   for (i = 1; i < s->nsegs; i++)
     if (s->segs[i - 1].addr + s->segs[i - 1].size > s->segs[i].addr)
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segments overlap at 0x%llx",
@@ -800,9 +804,6 @@ typedef struct tpool {
   size_t n, cap;
   long freed; /* free list through .l */
   uint32_t seed;
-  long *root; /* per segment of the state, parallel to st->v */
-  size_t *count;
-  size_t nroots, caproots;
 } tpool;
 
 static long t_new(tpool *t, const rblock *b) {
@@ -874,28 +875,28 @@ static long t_eq(const tpool *t, long root, uint64_t key) {
 
 /* Insert: down to where the new node's priority puts it, and what lies
  * below there is split around it. */
-static int t_insert(tpool *t, size_t seg, const rblock *b) {
+static int t_insert(tpool *t, rseg *g, const rblock *b) {
   long k = t_new(t, b), *link;
   if (k < 0) return gpuplan__nomem(t->ctx);
-  link = &t->root[seg];
+  link = &g->troot;
   while (*link >= 0 && t->v[*link].pri > t->v[k].pri)
     link = t->v[*link].b.addr < b->addr ? &t->v[*link].r : &t->v[*link].l;
   t_split(t, *link, b->addr, &t->v[k].l, &t->v[k].r);
   *link = k;
-  t->count[seg]++;
+  g->tcount++;
   return GPUPLAN_OK;
 }
 
 /* Erase the node at key (if any): its two subtrees merge in its place. */
-static void t_erase(tpool *t, size_t seg, uint64_t key) {
-  long *link = &t->root[seg], m;
+static void t_erase(tpool *t, rseg *g, uint64_t key) {
+  long *link = &g->troot, m;
   while (*link >= 0 && t->v[*link].b.addr != key)
     link = t->v[*link].b.addr < key ? &t->v[*link].r : &t->v[*link].l;
   if ((m = *link) < 0) return;
   *link = t_merge(t, t->v[m].l, t->v[m].r);
   t->v[m].l = t->freed;
   t->freed = m;
-  t->count[seg]--;
+  g->tcount--;
 }
 
 /* In-order into a segment's array (which has room for count blocks). */
@@ -905,33 +906,6 @@ static void t_flatten(const tpool *t, long x, rseg *g) {
     g->b[g->n++] = t->v[x].b;
     x = t->v[x].r;
   }
-}
-
-/* Room for one more segment's root, at index at (segments shift right). */
-static int t_add_root(tpool *t, size_t at) {
-  if (t->nroots == t->caproots) {
-    size_t ncap = t->caproots * 2 + 16;
-    long *nr = gpuplan__realloc(t->ctx, t->root, ncap * sizeof *nr);
-    size_t *nc;
-    if (!nr) return gpuplan__nomem(t->ctx);
-    t->root = nr;
-    nc = gpuplan__realloc(t->ctx, t->count, ncap * sizeof *nc);
-    if (!nc) return gpuplan__nomem(t->ctx);
-    t->count = nc;
-    t->caproots = ncap;
-  }
-  memmove(t->root + at + 1, t->root + at, (t->nroots - at) * sizeof *t->root);
-  memmove(t->count + at + 1, t->count + at, (t->nroots - at) * sizeof *t->count);
-  t->root[at] = -1;
-  t->count[at] = 0;
-  t->nroots++;
-  return GPUPLAN_OK;
-}
-
-static void t_drop_root(tpool *t, size_t at) {
-  memmove(t->root + at, t->root + at + 1, (t->nroots - at - 1) * sizeof *t->root);
-  memmove(t->count + at, t->count + at + 1, (t->nroots - at - 1) * sizeof *t->count);
-  t->nroots--;
 }
 
 static size_t t_count(const tpool *t, long x) {
@@ -956,33 +930,27 @@ static int state_room(gpuplan_ctx *ctx, state *st) {
 }
 
 /* A new segment (an expandable segment's mapped range) at index at of the
- * state, with its root and count. */
-static int state_insert(gpuplan_ctx *ctx, state *st, tpool *t, size_t at, const rseg *proto, long root,
-                        size_t count) {
+ * state, with its blocks' treap and their count. */
+static int state_insert(gpuplan_ctx *ctx, state *st, size_t at, const rseg *proto, long root, size_t count) {
   rseg *ns;
   GPUPLAN_TRY(state_room(ctx, st));
-  GPUPLAN_TRY(t_add_root(t, at));
-  if (!(ns = gpuplan__calloc(ctx, 1, sizeof *ns))) {
-    t_drop_root(t, at);
-    return gpuplan__nomem(ctx);
-  }
+  if (!(ns = gpuplan__calloc(ctx, 1, sizeof *ns))) return gpuplan__nomem(ctx);
   *ns = *proto;
   ns->b = NULL;
   ns->n = ns->cap = 0;
+  ns->troot = root;
+  ns->tcount = count;
   memmove(st->v + at + 1, st->v + at, (st->n - at) * sizeof *st->v);
   st->v[at] = ns;
   st->n++;
-  t->root[at] = root;
-  t->count[at] = count;
   return GPUPLAN_OK;
 }
 
-static void state_erase(gpuplan_ctx *ctx, state *st, tpool *t, size_t at) {
+static void state_erase(gpuplan_ctx *ctx, state *st, size_t at) {
   gpuplan__free(ctx, st->v[at]->b);
   gpuplan__free(ctx, st->v[at]);
   memmove(st->v + at, st->v + at + 1, (st->n - at - 1) * sizeof *st->v);
   st->n--;
-  t_drop_root(t, at);
 }
 
 /* Undo a segment_map (R28): [addr, addr + size) of a mapped range, free,
@@ -996,42 +964,42 @@ static int undo_map(const gpuplan_alloc_event *e, size_t i, state *st, tpool *t,
                          "expandable segment at the end", (unsigned long long)e->size, (unsigned long long)e->addr),
            GPUPLAN_OK;
   g = st->v[si];
-  x = t_le(t, t->root[si], e->addr);
+  x = t_le(t, st->v[si]->troot, e->addr);
   if (x < 0 || t->v[x].b.allocated || end > t->v[x].b.addr + t->v[x].b.size)
     return diverge(r, i, "rebuilding: segment_map of %llu bytes at 0x%llx does not fit a free block",
                    (unsigned long long)e->size, (unsigned long long)e->addr), GPUPLAN_OK;
   fend = t->v[x].b.addr + t->v[x].b.size;
   if (t->v[x].b.addr < e->addr) t->v[x].b.size = e->addr - t->v[x].b.addr;
-  else t_erase(t, (size_t)si, e->addr);
+  else t_erase(t, st->v[si], e->addr);
   if (fend > end) {
     rblock tb;
     memset(&tb, 0, sizeof tb);
     tb.addr = end;
     tb.size = fend - end;
-    GPUPLAN_TRY(t_insert(t, (size_t)si, &tb));
+    GPUPLAN_TRY(t_insert(t, st->v[si], &tb));
   }
-  t_split(t, t->root[si], end, &left, &right);
+  t_split(t, st->v[si]->troot, end, &left, &right);
   if (e->addr > g->addr && end < g->addr + g->size) {
     rseg proto = *g;
     proto.addr = end;
     proto.size = g->addr + g->size - end;
     g->size = e->addr - g->addr;
-    t->root[si] = left;
-    t->count[si] = t_count(t, left);
-    return state_insert(t->ctx, st, t, (size_t)si + 1, &proto, right, t_count(t, right));
+    st->v[si]->troot = left;
+    st->v[si]->tcount = t_count(t, left);
+    return state_insert(t->ctx, st, (size_t)si + 1, &proto, right, t_count(t, right));
   }
   if (e->addr > g->addr) {
     g->size = e->addr - g->addr;
-    t->root[si] = left;
+    st->v[si]->troot = left;
   } else if (end < g->addr + g->size) {
     g->size = g->addr + g->size - end;
     g->addr = end;
-    t->root[si] = right;
+    st->v[si]->troot = right;
   } else {
-    state_erase(t->ctx, st, t, (size_t)si);
+    state_erase(t->ctx, st, (size_t)si);
     return GPUPLAN_OK;
   }
-  t->count[si] = t_count(t, t->root[si]);
+  st->v[si]->tcount = t_count(t, st->v[si]->troot);
   return GPUPLAN_OK;
 }
 
@@ -1045,19 +1013,19 @@ static void join_ranges(state *st, tpool *t, size_t a) {
   if (!ga->expandable || !gc->expandable || ga->addr + ga->size != gc->addr || ga->stream != gc->stream ||
       ga->small != gc->small)
     return;
-  x = t_le(t, t->root[a], gc->addr - 1); /* a's last block */
-  y = t_eq(t, t->root[c], gc->addr);     /* c's first */
-  n = t->count[a] + t->count[c];
+  x = t_le(t, st->v[a]->troot, gc->addr - 1); /* a's last block */
+  y = t_eq(t, st->v[c]->troot, gc->addr);     /* c's first */
+  n = st->v[a]->tcount + st->v[c]->tcount;
   if (x >= 0 && y >= 0 && !t->v[x].b.allocated && !t->v[y].b.allocated) {
     t->v[x].b.size += t->v[y].b.size;
-    t_erase(t, c, gc->addr);
+    t_erase(t, st->v[c], gc->addr);
     n--;
   }
-  t->root[a] = t_merge(t, t->root[a], t->root[c]);
+  st->v[a]->troot = t_merge(t, st->v[a]->troot, st->v[c]->troot);
   ga->size += gc->size;
-  t->root[c] = -1;
-  state_erase(t->ctx, st, t, c);
-  t->count[a] = n;
+  st->v[c]->troot = -1;
+  state_erase(t->ctx, st, c);
+  st->v[a]->tcount = n;
 }
 
 /* Undo a segment_unmap (R29): [addr, addr + size) was mapped and free,
@@ -1088,11 +1056,11 @@ static int undo_unmap(const gpuplan_snapshot *s, const gpuplan_alloc_event *e, s
     proto.small = st->v[lo]->small, proto.private_pool = st->v[lo]->private_pool, proto.pool = st->v[lo]->pool;
   else
     proto.small = e->size % s->conf.large_segment_size != 0; /* small pages are 2 MiB */
-  GPUPLAN_TRY(state_insert(t->ctx, st, t, lo, &proto, -1, 0));
+  GPUPLAN_TRY(state_insert(t->ctx, st, lo, &proto, -1, 0));
   memset(&b, 0, sizeof b);
   b.addr = e->addr;
   b.size = e->size;
-  GPUPLAN_TRY(t_insert(t, lo, &b));
+  GPUPLAN_TRY(t_insert(t, st->v[lo], &b));
   /* Join the range after, then the range before (same stream and pool). */
   join_ranges(st, t, lo);
   if (lo > 0) join_ranges(st, t, lo - 1);
@@ -1124,21 +1092,21 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
       si = pseg_find_hint(st->v, st->n, e->addr, &hint);
       if (si < 0) return diverge(r, i, "rebuilding: alloc at 0x%llx lies in no segment", (unsigned long long)e->addr), GPUPLAN_OK;
       g = st->v[si];
-      x = t_eq(t, t->root[si], e->addr);
+      x = t_eq(t, st->v[si]->troot, e->addr);
       if (x < 0 || !t->v[x].b.allocated)
         return diverge(r, i, "rebuilding: alloc at 0x%llx is not an allocated block at the end", (unsigned long long)e->addr), GPUPLAN_OK;
       /* free it, merged with free neighbours */
       t->v[x].b.allocated = 0;
       t->v[x].b.slack = 0;
-      nx = t_eq(t, t->root[si], t->v[x].b.addr + t->v[x].b.size);
+      nx = t_eq(t, st->v[si]->troot, t->v[x].b.addr + t->v[x].b.size);
       if (nx >= 0 && !t->v[nx].b.allocated) {
         t->v[x].b.size += t->v[nx].b.size;
-        t_erase(t, (size_t)si, t->v[nx].b.addr);
+        t_erase(t, st->v[si], t->v[nx].b.addr);
       }
-      px = t->v[x].b.addr > g->addr ? t_le(t, t->root[si], t->v[x].b.addr - 1) : -1;
+      px = t->v[x].b.addr > g->addr ? t_le(t, st->v[si]->troot, t->v[x].b.addr - 1) : -1;
       if (px >= 0 && !t->v[px].b.allocated) {
         t->v[px].b.size += t->v[x].b.size;
-        t_erase(t, (size_t)si, t->v[x].b.addr);
+        t_erase(t, st->v[si], t->v[x].b.addr);
       }
       break;
     case GPUPLAN_ACT_FREE_COMPLETED: {
@@ -1147,7 +1115,7 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
       si = pseg_find_hint(st->v, st->n, e->addr, &hint);
       if (si < 0) return diverge(r, i, "rebuilding: free at 0x%llx lies in no segment", (unsigned long long)e->addr), GPUPLAN_OK;
       g = st->v[si];
-      x = t_le(t, t->root[si], e->addr);
+      x = t_le(t, st->v[si]->troot, e->addr);
       if (x < 0 || t->v[x].b.allocated || e->addr + rsz > t->v[x].b.addr + t->v[x].b.size)
         return diverge(r, i, "rebuilding: free of %llu bytes at 0x%llx does not fit a free block", (unsigned long long)e->size, (unsigned long long)e->addr), GPUPLAN_OK;
       f = t->v[x].b;
@@ -1170,17 +1138,17 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
       mid.allocated = 1;
       if (f.addr < e->addr) {
         uint64_t lead = e->addr - f.addr;
-        px = f.addr > g->addr ? t_le(t, t->root[si], f.addr - 1) : -1;
+        px = f.addr > g->addr ? t_le(t, st->v[si]->troot, f.addr - 1) : -1;
         if (!g->small && lead <= KSMALL_SIZE && px >= 0 && t->v[px].b.allocated && t->v[px].b.slack >= lead) {
           /* The fragment before this block was the remainder of the
            * ambiguous block before it (a free large block is > 1 MiB). */
           t->v[px].b.size += lead;
           t->v[px].b.slack = 0;
-          t_erase(t, (size_t)si, f.addr);
+          t_erase(t, st->v[si], f.addr);
         } else {
           t->v[x].b.size = lead;
         }
-        GPUPLAN_TRY(t_insert(t, (size_t)si, &mid));
+        GPUPLAN_TRY(t_insert(t, st->v[si], &mid));
       } else {
         t->v[x].b = mid;
       }
@@ -1189,20 +1157,19 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
         memset(&tb, 0, sizeof tb);
         tb.addr = e->addr + rsz;
         tb.size = tail;
-        GPUPLAN_TRY(t_insert(t, (size_t)si, &tb));
+        GPUPLAN_TRY(t_insert(t, st->v[si], &tb));
       }
       break;
     }
     case GPUPLAN_ACT_SEGMENT_ALLOC:
       si = pseg_find_hint(st->v, st->n, e->addr, &hint);
-      if (si < 0 || st->v[si]->addr != e->addr || t->count[si] != 1 || t->v[t->root[si]].b.allocated)
+      if (si < 0 || st->v[si]->addr != e->addr || st->v[si]->tcount != 1 || t->v[st->v[si]->troot].b.allocated)
         return diverge(r, i, "rebuilding: segment_alloc at 0x%llx is not a whole free segment", (unsigned long long)e->addr), GPUPLAN_OK;
-      t_erase(t, (size_t)si, e->addr);
+      t_erase(t, st->v[si], e->addr);
       gpuplan__free(ctx, st->v[si]->b);
       gpuplan__free(ctx, st->v[si]);
       memmove(st->v + si, st->v + si + 1, (st->n - (size_t)si - 1) * sizeof *st->v);
       st->n--;
-      t_drop_root(t, (size_t)si);
       break;
     case GPUPLAN_ACT_SEGMENT_FREE: {
       rseg *ns;
@@ -1216,12 +1183,9 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
         if (st->v[m]->addr < e->addr) lo = m + 1;
         else hi = m;
       }
-      GPUPLAN_TRY(t_add_root(t, lo));
       ns = gpuplan__calloc(ctx, 1, sizeof *ns);
-      if (!ns) {
-        t_drop_root(t, lo);
-        return gpuplan__nomem(ctx);
-      }
+      if (!ns) return gpuplan__nomem(ctx);
+      ns->troot = -1;
       ns->addr = e->addr;
       ns->size = e->size;
       ns->stream = e->stream;
@@ -1232,7 +1196,7 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
       memset(&b, 0, sizeof b);
       b.addr = e->addr;
       b.size = e->size;
-      GPUPLAN_TRY(t_insert(t, lo, &b));
+      GPUPLAN_TRY(t_insert(t, ns, &b));
       break;
     }
     case GPUPLAN_ACT_SEGMENT_MAP:
@@ -1259,16 +1223,22 @@ static int rebuild(gpuplan_ctx *ctx, const gpuplan_snapshot *s, state *st, gpupl
   t.ctx = ctx;
   t.freed = -1;
   t.seed = 2463534242u;
-  for (i = 0; i < st->n && !rc; i++) {
-    rc = t_add_root(&t, i);
-    for (j = 0; j < st->v[i]->n && !rc; j++) rc = t_insert(&t, i, &st->v[i]->b[j]);
+  for (i = 0; i < st->n; i++) {
+    st->v[i]->troot = -1;
+    st->v[i]->tcount = 0;
   }
-  if (rc == GPUPLAN_OK) rc = rebuild_tree(s, st, &t, r, ov);
+  for (i = 0; i < st->n && !rc; i++)
+    for (j = 0; j < st->v[i]->n && !rc; j++) rc = t_insert(&t, st->v[i], &st->v[i]->b[j]);
+  if (rc) {
+    /* (the arrays are as they were) */
+    gpuplan__free(ctx, t.v);
+    return rc;
+  }
+  rc = rebuild_tree(s, st, &t, r, ov);
   /* Back to arrays, whatever happened, so that the state can be freed. */
   for (i = 0; i < st->n; i++) {
     rseg *g = st->v[i];
-    size_t n = i < t.nroots ? t.count[i] : 0;
-    if (i >= t.nroots) break; /* a failed copy: those segments are untouched */
+    size_t n = g->tcount;
     if (n > g->cap) {
       rblock *nb = gpuplan__realloc(ctx, g->b, n * sizeof *nb);
       if (!nb) {
@@ -1280,11 +1250,9 @@ static int rebuild(gpuplan_ctx *ctx, const gpuplan_snapshot *s, state *st, gpupl
       g->cap = n;
     }
     g->n = 0;
-    t_flatten(&t, t.root[i], g);
+    t_flatten(&t, g->troot, g);
   }
   gpuplan__free(ctx, t.v);
-  gpuplan__free(ctx, t.root);
-  gpuplan__free(ctx, t.count);
   return rc ? rc : rc2;
 }
 
