@@ -39,10 +39,15 @@ typedef struct rseg {
 } rseg;
 
 /* A state of the allocator: segments (by pointer, so that inserting and
- * erasing in the sorted array moves 8 bytes a segment) in address order. */
+ * erasing in the sorted array moves 8 bytes a segment) in address order.
+ * The segments and their block arrays come from the state's arena: a
+ * segment erased, or an array outgrown, stays there until the state is
+ * freed (a rebuild makes thousands of them; one allocation each cost as
+ * much as the rest of the rebuild). */
 typedef struct state {
   rseg **v;
   size_t n, cap;
+  gpuplan__arena ar;
 } state;
 
 struct gpuplan_snapshot {
@@ -51,6 +56,7 @@ struct gpuplan_snapshot {
   size_t nev;
   rseg *segs;  /* final state, sorted by address */
   size_t nsegs;
+  rblock *blocks; /* their blocks (segs[i].b point into it) */
   gpuplan_alloc_conf conf;
   gpuplan__snapshot_facts facts;
   int64_t pool_ids[GPUPLAN__MAX_POOLS_SEEN][2]; /* the private pools seen (facts.pools) */
@@ -71,25 +77,6 @@ struct gpuplan_snapshot {
 
 /* --- small helpers --------------------------------------------------------- */
 
-static void segs_free(gpuplan_ctx *ctx, rseg *v, size_t n) {
-  size_t i;
-  for (i = 0; i < n; i++) gpuplan__free(ctx, v[i].b);
-  gpuplan__free(ctx, v);
-}
-
-static int blk_push(gpuplan_ctx *ctx, rseg *s, size_t at, rblock b) {
-  if (s->n == s->cap) {
-    size_t ncap = s->cap ? s->cap * 2 : 4;
-    rblock *nb = gpuplan__realloc(ctx, s->b, ncap * sizeof *nb);
-    if (!nb) return gpuplan__nomem(ctx);
-    s->b = nb;
-    s->cap = ncap;
-  }
-  memmove(s->b + at + 1, s->b + at, (s->n - at) * sizeof *s->b);
-  s->b[at] = b;
-  s->n++;
-  return GPUPLAN_OK;
-}
 
 static int seg_cmp_addr(const void *x, const void *y) {
   const rseg *a = x, *b = y;
@@ -305,7 +292,7 @@ static int item_fields(fields *f, const gpuplan__pv *list, size_t i, const gpupl
 
 static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t values, gpuplan_snapshot *s) {
   const gpuplan__pv *segs, *traces, *tr = NULL;
-  size_t i, j;
+  size_t i, j, total = 0, used = 0;
   int64_t dev;
   fields sf, bf;
   int list_format = root && root->type == GPUPLAN__PV_LIST;
@@ -384,7 +371,6 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
   fields_init(&sf, seg_fields);
   fields_init(&bf, block_fields);
   {
-    size_t total = 0;
     for (i = 0; i < dict_count(segs); i++) {
       const gpuplan__pv *v[FIELDS_MAX];
       gpuplan__pv tmp[FIELDS_MAX];
@@ -396,6 +382,7 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
                               "snapshot never shares them", i + 1, values);
     }
   }
+  if (!(s->blocks = gpuplan__calloc(ctx, total ? total : 1, sizeof *s->blocks))) return gpuplan__nomem(ctx);
   /* Segments of this device. */
   s->segs = gpuplan__calloc(ctx, dict_count(segs) ? dict_count(segs) : 1, sizeof *s->segs);
   if (!s->segs) return gpuplan__nomem(ctx);
@@ -448,13 +435,11 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     blocks = v[SF_BLOCKS];
     if (!dict_list(blocks))
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: no 'blocks' list", i);
-    if (dict_count(blocks)) {
-      /* room for them all at once */
-      rblock *nb = gpuplan__realloc(ctx, r->b, dict_count(blocks) * sizeof *nb);
-      if (!nb) return gpuplan__nomem(ctx);
-      r->b = nb;
-      r->cap = dict_count(blocks);
-    }
+    /* their room in s->blocks (counted above) */
+    if (NEVER(dict_count(blocks) > total - used)) return gpuplan__error(ctx, GPUPLAN_ERROR, "snapshot: blocks miscounted");
+    r->b = s->blocks + used;
+    r->cap = dict_count(blocks);
+    used += r->cap;
     at = r->addr;
     for (j = 0; j < dict_count(blocks); j++) {
       const gpuplan__pv *bv[FIELDS_MAX];
@@ -481,7 +466,7 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
       if (rb.size == 0 || rb.addr + rb.size > r->addr + r->size || rb.addr + rb.size < rb.addr)
         return gpuplan__error(ctx, GPUPLAN_EINVAL,
                               "snapshot: segment %zu block %zu: sizes overrun the segment", i, j);
-      GPUPLAN_TRY(blk_push(ctx, r, r->n, rb));
+      r->b[r->n++] = rb;
       at += rb.size;
     }
     if (at != r->addr + r->size)
@@ -550,7 +535,8 @@ void gpuplan_snapshot_free(gpuplan_snapshot *s) {
   state_free(ctx, &s->start);
   gpuplan__free(ctx, s->ev_pool);
   gpuplan__free(ctx, s->recorded_conf);
-  segs_free(ctx, s->segs, s->nsegs);
+  gpuplan__free(ctx, s->segs);
+  gpuplan__free(ctx, s->blocks);
   gpuplan__free(ctx, s->ev);
   gpuplan__free(ctx, s);
   gpuplan__ctx_unref(ctx);
@@ -693,38 +679,45 @@ const gpuplan__snapshot_facts *gpuplan__snapshot_facts_of(const gpuplan_snapshot
 /* --- rebuilding the start state (rules section 8) ------------------------- */
 
 static void state_free(gpuplan_ctx *ctx, state *st) {
-  size_t i;
-  for (i = 0; i < st->n; i++) {
-    gpuplan__free(ctx, st->v[i]->b);
-    gpuplan__free(ctx, st->v[i]);
-  }
   gpuplan__free(ctx, st->v);
+  gpuplan__arena_free(&st->ar);
   memset(st, 0, sizeof *st);
 }
 
-static rseg *seg_clone(gpuplan_ctx *ctx, const rseg *src) {
-  rseg *d = gpuplan__malloc(ctx, sizeof *d);
+/* A new segment of st, a copy of proto holding no blocks (NULL: out of
+ * memory). */
+static rseg *seg_new(state *st, const rseg *proto) {
+  rseg *d = gpuplan__arena_alloc(&st->ar, sizeof *d);
   if (!d) return NULL;
-  *d = *src;
-  d->cap = d->n ? d->n : 1;
-  d->b = gpuplan__malloc(ctx, d->cap * sizeof *d->b);
-  if (!d->b) {
-    gpuplan__free(ctx, d);
-    return NULL;
-  }
-  memcpy(d->b, src->b, d->n * sizeof *d->b);
+  *d = *proto;
+  d->b = NULL;
+  d->n = d->cap = 0;
   return d;
+}
+
+/* Room for n blocks in segment g of st (what it holds is not kept). */
+static int seg_room(state *st, rseg *g, size_t n) {
+  rblock *b;
+  if (n <= g->cap) return 0;
+  if (n > SIZE_MAX / sizeof *b || !(b = gpuplan__arena_alloc(&st->ar, n * sizeof *b))) return -1;
+  g->b = b;
+  g->cap = n;
+  return 0;
 }
 
 static int state_copy(gpuplan_ctx *ctx, const gpuplan_snapshot *s, state *st) {
   size_t i;
   st->cap = s->nsegs + 16;
   st->n = 0;
+  gpuplan__arena_init(&st->ar, ctx);
   st->v = gpuplan__calloc(ctx, st->cap, sizeof *st->v);
   if (!st->v) return gpuplan__nomem(ctx);
   for (i = 0; i < s->nsegs; i++) {
-    if (!(st->v[st->n] = seg_clone(ctx, &s->segs[i]))) return gpuplan__nomem(ctx);
-    st->n++;
+    rseg *d = seg_new(st, &s->segs[i]);
+    if (!d || seg_room(st, d, s->segs[i].n ? s->segs[i].n : 1) != 0) return gpuplan__nomem(ctx);
+    memcpy(d->b, s->segs[i].b, s->segs[i].n * sizeof *d->b);
+    d->n = s->segs[i].n;
+    st->v[st->n++] = d;
   }
   return GPUPLAN_OK;
 }
@@ -934,10 +927,7 @@ static int state_room(gpuplan_ctx *ctx, state *st) {
 static int state_insert(gpuplan_ctx *ctx, state *st, size_t at, const rseg *proto, long root, size_t count) {
   rseg *ns;
   GPUPLAN_TRY(state_room(ctx, st));
-  if (!(ns = gpuplan__calloc(ctx, 1, sizeof *ns))) return gpuplan__nomem(ctx);
-  *ns = *proto;
-  ns->b = NULL;
-  ns->n = ns->cap = 0;
+  if (!(ns = seg_new(st, proto))) return gpuplan__nomem(ctx);
   ns->troot = root;
   ns->tcount = count;
   memmove(st->v + at + 1, st->v + at, (st->n - at) * sizeof *st->v);
@@ -946,9 +936,7 @@ static int state_insert(gpuplan_ctx *ctx, state *st, size_t at, const rseg *prot
   return GPUPLAN_OK;
 }
 
-static void state_erase(gpuplan_ctx *ctx, state *st, size_t at) {
-  gpuplan__free(ctx, st->v[at]->b);
-  gpuplan__free(ctx, st->v[at]);
+static void state_erase(state *st, size_t at) {
   memmove(st->v + at, st->v + at + 1, (st->n - at - 1) * sizeof *st->v);
   st->n--;
 }
@@ -996,7 +984,7 @@ static int undo_map(const gpuplan_alloc_event *e, size_t i, state *st, tpool *t,
     g->addr = end;
     st->v[si]->troot = right;
   } else {
-    state_erase(t->ctx, st, (size_t)si);
+    state_erase(st, (size_t)si);
     return GPUPLAN_OK;
   }
   st->v[si]->tcount = t_count(t, st->v[si]->troot);
@@ -1024,7 +1012,7 @@ static void join_ranges(state *st, tpool *t, size_t a) {
   st->v[a]->troot = t_merge(t, st->v[a]->troot, st->v[c]->troot);
   ga->size += gc->size;
   st->v[c]->troot = -1;
-  state_erase(t->ctx, st, c);
+  state_erase(st, c);
   st->v[a]->tcount = n;
 }
 
@@ -1166,10 +1154,7 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
       if (si < 0 || st->v[si]->addr != e->addr || st->v[si]->tcount != 1 || t->v[st->v[si]->troot].b.allocated)
         return diverge(r, i, "rebuilding: segment_alloc at 0x%llx is not a whole free segment", (unsigned long long)e->addr), GPUPLAN_OK;
       t_erase(t, st->v[si], e->addr);
-      gpuplan__free(ctx, st->v[si]->b);
-      gpuplan__free(ctx, st->v[si]);
-      memmove(st->v + si, st->v + si + 1, (st->n - (size_t)si - 1) * sizeof *st->v);
-      st->n--;
+      state_erase(st, (size_t)si);
       break;
     case GPUPLAN_ACT_SEGMENT_FREE: {
       rseg *ns;
@@ -1183,8 +1168,11 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
         if (st->v[m]->addr < e->addr) lo = m + 1;
         else hi = m;
       }
-      ns = gpuplan__calloc(ctx, 1, sizeof *ns);
-      if (!ns) return gpuplan__nomem(ctx);
+      {
+        rseg proto;
+        memset(&proto, 0, sizeof proto);
+        if (!(ns = seg_new(st, &proto))) return gpuplan__nomem(ctx);
+      }
       ns->troot = -1;
       ns->addr = e->addr;
       ns->size = e->size;
@@ -1239,15 +1227,10 @@ static int rebuild(gpuplan_ctx *ctx, const gpuplan_snapshot *s, state *st, gpupl
   for (i = 0; i < st->n; i++) {
     rseg *g = st->v[i];
     size_t n = g->tcount;
-    if (n > g->cap) {
-      rblock *nb = gpuplan__realloc(ctx, g->b, n * sizeof *nb);
-      if (!nb) {
-        rc2 = gpuplan__nomem(ctx);
-        g->n = 0;
-        continue;
-      }
-      g->b = nb;
-      g->cap = n;
+    if (seg_room(st, g, n) != 0) {
+      rc2 = gpuplan__nomem(ctx);
+      g->n = 0;
+      continue;
     }
     g->n = 0;
     t_flatten(&t, g->troot, g);
