@@ -1689,7 +1689,7 @@ static void render_records(text *t, const gpuplan__pv *v, const gpuplan__pickle_
   assert_int_equal(v->u.rec.nf, k);
   puts_(t, "[");
   for (i = 0; i < v->u.rec.n; i++) {
-    const gpuplan__pfield *r = v->u.rec.f + i * v->u.rec.nf;
+    const gpuplan__pfield *r = gpuplan__pv_record(v, i);
     int first = 1;
     if (i) puts_(t, ", ");
     puts_(t, "{");

@@ -129,6 +129,9 @@ enum { LZ_SCALAR, LZ_LIST, LZ_TUPLE, LZ_DICT, LZ_STR, LZ_DECODED, LZ_KINDS };
  * key's tag can name. */
 #define DLEVELS 2
 #define DSCHEMAS 8
+#define KT_PAIRS 16
+#define DCHUNK_SHIFT 8 /* level 0's records come in chunks of 256 */
+#define DCHUNK ((size_t)1 << DCHUNK_SHIFT)
 
 typedef struct loader {
   gpuplan_ctx *ctx;
@@ -189,8 +192,20 @@ typedef struct loader {
   /* Decoding (gpuplan__pickle_load_decode; see decode_value). */
   const gpuplan__pickle_decode *decode;
   size_t ndecode, declen[GPUPLAN__PICKLE_MAX_DECODE];
-  gpuplan__pfield *rbuf[DLEVELS]; /* the records of the list being decoded, per level */
-  size_t rcap[DLEVELS];           /* ... their room, in fields */
+  /* The records of the list being decoded: at level 0 in chunks of
+   * DCHUNK from the arena (rchunk, rnchunk of rcchunk), at level 1 in
+   * rbuf (of rcap fields), copied to the arena after. */
+  gpuplan__pfield **rchunk;
+  size_t rnchunk, rcchunk;
+  gpuplan__pfield *rbuf;
+  size_t rcap;
+  struct dkt {      /* per level and place in a dict: the GET its key was last, and the field */
+    uint64_t pat, mask;
+    const gpuplan__pv *key;
+    size_t idx;
+    unsigned w;
+    int k;
+  } kt[DLEVELS][KT_PAIRS];
   const gpuplan__pickle_schema *dsch[DSCHEMAS]; /* the schemas met, which KEY_TAG names */
   size_t dnames[DSCHEMAS][GPUPLAN__PICKLE_MAX_FIELDS]; /* ... their names' lengths */
   size_t ndsch;
@@ -335,7 +350,8 @@ static inline int64_t long1(const unsigned char *p, size_t w) {
 
 /* Whether the opcode c PUTs (or is a FRAME, which may come before one). */
 static inline int dput_op(int c) {
-  return c == OP_MEMOIZE || c == OP_BINPUT || c == OP_LONG_BINPUT || c == OP_FRAME;
+  /* MEMOIZE and FRAME, BINPUT and LONG_BINPUT are neighbours */
+  return (c & ~1) == OP_MEMOIZE || (unsigned)(c - OP_BINPUT) < 2u;
 }
 
 static int nomem(loader *l) {
@@ -1851,7 +1867,7 @@ static int dlist(loader *l, const gpuplan__pickle_schema *sc, size_t lvl, gpupla
  * helpers above, which run it as the machine would. */
 static int drecord(loader *l, const gpuplan__pickle_schema *sc, size_t sl, size_t nf, size_t lvl, size_t *n) {
   const unsigned char *buf = l->buf;
-  size_t len = l->len, pos = l->pos;
+  size_t len = l->len, pos = l->pos, pi;
   gpuplan__pfield *f;
   int op;
 #define SYNC() (l->pos = pos)
@@ -1878,33 +1894,65 @@ static int drecord(loader *l, const gpuplan__pickle_schema *sc, size_t sl, size_
     l->pos++;
     LOAD();
   }
-  if (l->rcap[lvl] - *n * nf < nf) {
-    void *m = l->rbuf[lvl];
-    TRY(grow(l, &m, &l->rcap[lvl], (*n + 1) * nf, sizeof *l->rbuf[lvl]));
-    l->rbuf[lvl] = m;
+  if (lvl == 0) {
+    if (*n % DCHUNK == 0) {
+      /* a new chunk, and room for it in the table */
+      if (l->rnchunk == l->rcchunk) {
+        size_t cap = l->rcchunk ? 2 * l->rcchunk : 8;
+        gpuplan__pfield **t = lalloc(l, cap * sizeof *t);
+        if (!t) return nomem(l);
+        if (l->rnchunk) memcpy(t, l->rchunk, l->rnchunk * sizeof *t);
+        l->rchunk = t;
+        l->rcchunk = cap;
+      }
+      if (!(l->rchunk[l->rnchunk] = lalloc(l, DCHUNK * nf * sizeof *f))) return nomem(l);
+      l->rnchunk++;
+    }
+    f = l->rchunk[*n / DCHUNK] + (*n % DCHUNK) * nf;
+  } else {
+    if (l->rcap - *n * nf < nf) {
+      void *m = l->rbuf;
+      TRY(grow(l, &m, &l->rcap, (*n + 1) * nf, sizeof *l->rbuf));
+      l->rbuf = m;
+    }
+    f = l->rbuf + *n * nf;
   }
-  f = l->rbuf[lvl] + *n * nf;
-  memset(f, 0, nf * sizeof *f);
-  for (;;) {
+  for (pi = 0; pi < nf; pi++) f[pi].v = NULL;
+  for (pi = 0;; pi++) {
     gpuplan__pv *key, *v;
     size_t w, idx;
     int64_t iv;
     int k, kind;
+    struct dkt *t = pi < KT_PAIRS ? &l->kt[lvl][pi] : NULL;
     NEXT();
     if (op == OP_SETITEMS) {
       pos++;
       break;
     }
-    /* the key */
-    if ((op | 2) == OP_LONG_BINGET) {
+    /* the key: most often the GET the key at this place was last */
+    if (t && t->w && (le64(buf + pos) & t->mask) == t->pat && l->memo[t->idx] == t->key && !dput_op(buf[pos + t->w])) {
+      if (l->pushes >= l->lim.max_items) return RESTART;
+      l->pushes++;
+      pos += t->w;
+      key = (gpuplan__pv *)t->key;
+      k = t->k;
+    } else if ((op | 2) == OP_LONG_BINGET) {
       w = op == OP_BINGET ? 2 : 5;
       idx = w == 2 ? buf[pos + 1] : le32(buf + pos + 1);
       if (!memo_has(l, idx) || (key = l->memo[idx])->type != GPUPLAN__PV_STR || dput_op(buf[pos + w]))
         goto slow_key;
       if (l->pushes >= l->lim.max_items) return RESTART;
       l->pushes++;
-      pos += w;
       k = dfield(l, lvl, sl, sc, key);
+      if (t) {
+        t->mask = w == 2 ? 0xffffu : 0xffffffffffull;
+        t->pat = le64(buf + pos) & t->mask;
+        t->w = (unsigned)w;
+        t->idx = idx;
+        t->key = key;
+        t->k = k;
+      }
+      pos += w;
     } else if (op == OP_SHORT_BINUNICODE && (w = 2 + (size_t)buf[pos + 1]) < len - pos) {
       /* a new str: compared where it lies, memoized unbuilt */
       k = dfield_at(l, sl, sc, buf + pos + 2, w - 2);
@@ -2057,10 +2105,23 @@ static int dlist(loader *l, const gpuplan__pickle_schema *sc, size_t lvl, gpupla
       break;
     }
   }
-  if (n > SIZE_MAX / nf / sizeof *f) return nomem(l);
-  if (!(v = newv(l, GPUPLAN__PV_RECORDS, 0)) || (n && !(f = lalloc(l, n * nf * sizeof *f)))) return nomem(l);
-  if (n) memcpy(f, l->rbuf[lvl], n * nf * sizeof *f);
-  v->u.rec.f = f;
+  if (!(v = newv(l, GPUPLAN__PV_RECORDS, 0))) return nomem(l);
+  if (lvl == 0) {
+    /* the chunks as they are; the next list at this level starts anew */
+    v->u.rec.chunk = l->rchunk;
+    v->u.rec.shift = DCHUNK_SHIFT;
+    l->rchunk = NULL;
+    l->rnchunk = l->rcchunk = 0;
+  } else {
+    /* one chunk, copied to the arena */
+    gpuplan__pfield **t = lalloc(l, sizeof *t);
+    if (!t || n > SIZE_MAX / nf / sizeof *f) return nomem(l);
+    t[0] = NULL;
+    if (n && !(t[0] = lalloc(l, n * nf * sizeof *f))) return nomem(l);
+    if (n) memcpy(t[0], l->rbuf, n * nf * sizeof *f);
+    v->u.rec.chunk = t;
+    v->u.rec.shift = (unsigned)(8 * sizeof(size_t) - 1);
+  }
   v->u.rec.n = n;
   v->u.rec.nf = nf;
   *out = v;
@@ -2125,6 +2186,7 @@ static int decode_value(loader *l, const gpuplan__pickle_decode *d) {
   gpuplan__pv *v;
   if (l->lim.max_depth < 16) return 0;
   l->skipped_any = 1;
+  memset(l->kt, 0, sizeof l->kt); /* (another schema at level 0) */
   TRY(dput(l, l->stack[l->sp - 1]));
   TRY(d->lists == 2 ? dlists(l, d->schema, &v) : dlist(l, d->schema, 0, &v));
   TRY(droom(l, 1));
@@ -2854,10 +2916,12 @@ static int load_once(gpuplan_ctx *ctx, const void *buf, size_t len, const gpupla
   }
   /* The values of a snapshot take about as many bytes as its pickle (a
    * region no larger than the input, of which only what is used is
-   * touched); the next regions double. */
-  l.bump_next = l.total < REGION_MIN          ? REGION_MIN
-                : l.total > REGION_MAX / 4 ? REGION_MAX / 4
-                                           : (size_t)l.total;
+   * touched), a sixteenth of it where lists are decoded (records are
+   * kept apart); the next regions double. */
+  {
+    uint64_t first = skipping && decode ? l.total / 16 : l.total;
+    l.bump_next = first < REGION_MIN ? REGION_MIN : first > REGION_MAX / 4 ? REGION_MAX / 4 : (size_t)first;
+  }
   l.maxd = l.lim.max_depth > MAX_HEIGHT ? MAX_HEIGHT : (uint32_t)l.lim.max_depth;
   l.skip = skip;
   while (skip && skip[l.nskip] && l.nskip < GPUPLAN__PICKLE_MAX_SKIP) {
@@ -2940,7 +3004,7 @@ done:
   gpuplan__free(ctx, l.ints);
   gpuplan__free(ctx, l.win);
   gpuplan__free(ctx, l.store);
-  for (i = 0; i < DLEVELS; i++) gpuplan__free(ctx, l.rbuf[i]);
+  gpuplan__free(ctx, l.rbuf);
   return rc;
 }
 

@@ -75,9 +75,10 @@ struct gpuplan__pv {
      * SETITEM with an equal key appends a second pair, and
      * gpuplan__pv_get returns the last one, as Python would. */
     struct { gpuplan__pv **keys, **vals; size_t n, cap; } dict;
-    /* RECORDS: n records of nf fields each, record r's field k at
-     * f[r * nf + k], in the order of the schema's names. */
-    struct { const gpuplan__pfield *f; size_t n, nf; } rec;
+    /* RECORDS: n records of nf fields each, in chunks of 2^shift records
+     * (gpuplan__pv_record), each record's fields in the order of the
+     * schema's names. */
+    struct { gpuplan__pfield *const *chunk; size_t n, nf; unsigned shift; } rec;
   } u;
 };
 
@@ -223,6 +224,11 @@ int gpuplan__pickle_load_decode(gpuplan_ctx *ctx, const void *buf, size_t len,
                                 const gpuplan__pickle_reader *rd, const gpuplan__pickle_limits *limits,
                                 const char *const *skip, const gpuplan__pickle_decode *decode,
                                 gpuplan__pickle *p, const gpuplan__pv **root);
+
+/* The fields of record r (< v->u.rec.n) of the RECORDS v. */
+static inline const gpuplan__pfield *gpuplan__pv_record(const gpuplan__pv *v, size_t r) {
+  return v->u.rec.chunk[r >> v->u.rec.shift] + (r & (((size_t)1 << v->u.rec.shift) - 1)) * v->u.rec.nf;
+}
 
 /* Field f as a value: f->v, or for an integer *tmp made to hold it. */
 static inline const gpuplan__pv *gpuplan__pf_value(const gpuplan__pfield *f, gpuplan__pv *tmp) {

@@ -279,7 +279,7 @@ static size_t dict_count(const gpuplan__pv *v) {
  * integers of a record); -1 when the item is not a dict. */
 static int item_fields(fields *f, const gpuplan__pv *list, size_t i, const gpuplan__pv **v, gpuplan__pv *tmp) {
   if (list->type == GPUPLAN__PV_RECORDS) {
-    const gpuplan__pfield *r = list->u.rec.f + i * list->u.rec.nf;
+    const gpuplan__pfield *r = gpuplan__pv_record(list, i);
     size_t k;
     if (NEVER(list->u.rec.nf != f->n)) return -1;
     for (k = 0; k < f->n; k++) v[k] = gpuplan__pf_value(&r[k], &tmp[k]);
