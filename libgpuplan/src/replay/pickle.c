@@ -1735,6 +1735,20 @@ static int dvalue(loader *l, int op, gpuplan__pv **out) {
   return 0;
 }
 
+/* The PUTs after a str not built, which ends at pos (str_at, str_end set):
+ * the usual one MEMOIZE recorded here, as memo_put would. */
+static int dput_str(loader *l) {
+  if (l->buf[l->pos] == OP_MEMOIZE && l->memo_len < l->total && l->pos + 1 < l->len && !dput_op(l->buf[l->pos + 1]) &&
+      memo_lazy(l, &l->lazy[LZ_SCALAR], l->pos) && memo_ready(l, l->memo_len, 1)) {
+    memo_set(l, l->memo_len, &l->lazy[LZ_SCALAR], 1, l->pos + 1);
+    l->pos++;
+  } else {
+    TRY(dput(l, &l->lazy[LZ_SCALAR]));
+  }
+  l->str_end = SIZE_MAX;
+  return 0;
+}
+
 /* The value of a key the schema does not keep (or a key to skip): an
  * integer, or (a key to skip) a memo reference ending the dict, here;
  * anything else on the skip machine. */
@@ -1770,8 +1784,7 @@ static int dskip(loader *l, gpuplan__pv *key, int skipkey, int op) {
     l->pos += hdr + n;
     l->str_end = l->pos;
     l->str_stored = SIZE_MAX;
-    TRY(dput(l, &l->lazy[LZ_SCALAR]));
-    l->str_end = SIZE_MAX;
+    TRY(dput_str(l));
     return 0;
   }
   TRY(droom(l, 2));
@@ -1964,8 +1977,7 @@ static int drecord(loader *l, const gpuplan__pickle_schema *sc, size_t sl, size_
       l->str_end = pos;
       l->str_stored = SIZE_MAX;
       SYNC();
-      TRY(dput(l, key));
-      l->str_end = SIZE_MAX;
+      TRY(dput_str(l));
       LOAD();
     } else {
     slow_key:
