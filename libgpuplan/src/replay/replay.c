@@ -215,9 +215,13 @@ static void fields_get(fields *f, const gpuplan__pv *d, const gpuplan__pv **v) {
 }
 
 /* field_u64 for a value fields_get found. */
-static int value_u64(gpuplan_ctx *ctx, const gpuplan__pv *v, const char *key, const char *what, size_t idx,
-                     uint64_t *out) {
+static inline int value_u64(gpuplan_ctx *ctx, const gpuplan__pv *v, const char *key, const char *what, size_t idx,
+                            uint64_t *out) {
   int64_t i;
+  if (v && v->type == GPUPLAN__PV_INT && v->u.i >= 0) { /* (the usual case, here) */
+    *out = (uint64_t)v->u.i;
+    return GPUPLAN_OK;
+  }
   if (gpuplan__pv_int(v, &i) != 0 || i < 0)
     return gpuplan__error(ctx, GPUPLAN_EINVAL,
                           "snapshot: %s %zu: field '%s' is missing or not a non-negative integer",
@@ -277,7 +281,7 @@ static size_t dict_count(const gpuplan__pv *v) {
 
 /* The fields f names of item i of such a list, in v (tmp holds the
  * integers of a record); -1 when the item is not a dict. */
-static int item_fields(fields *f, const gpuplan__pv *list, size_t i, const gpuplan__pv **v, gpuplan__pv *tmp) {
+static inline int item_fields(fields *f, const gpuplan__pv *list, size_t i, const gpuplan__pv **v, gpuplan__pv *tmp) {
   if (list->type == GPUPLAN__PV_RECORDS) {
     const gpuplan__pfield *r = gpuplan__pv_record(list, i);
     size_t k;
