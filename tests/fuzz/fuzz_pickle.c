@@ -10,8 +10,11 @@
  * value, which it may accept) or give the same tree with those pairs left
  * out.  And it is loaded through a reader's window (gpuplan__pickle_load_reader,
  * a file's way), from a byte a read and a window of one to the loader's
- * own: the same as the skipping load of the whole input.  Any other
- * outcome aborts, so libFuzzer records the input.
+ * own: the same as the skipping load of the whole input.  And it is loaded
+ * decoding the lists a replay reads as records (gpuplan__pickle_load_decode,
+ * whole or through a window): the same error as the skipping load, or its
+ * tree with each decoded list's dicts as records of the fields named.  Any
+ * other outcome aborts, so libFuzzer records the input.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -164,6 +167,93 @@ static void same(const gpuplan__pv *a, const gpuplan__pv *b, size_t *budget) {
   }
 }
 
+/* The schemas replay.c decodes with (a copy, as test_pickle.c keeps). */
+static const char *const block_names[] = {"size", "requested_size", "history", "state", NULL};
+static const unsigned char block_kinds[] = {GPUPLAN__PF_INT, GPUPLAN__PF_INT, GPUPLAN__PF_VALUE, GPUPLAN__PF_VALUE};
+static const gpuplan__pickle_schema block_schema = {block_names, block_kinds, NULL};
+static const char *const seg_names[] = {"device", "is_expandable", "address", "total_size", "stream",
+                                        "segment_type", "blocks", "segment_pool_id", NULL};
+static const unsigned char seg_kinds[] = {GPUPLAN__PF_INT, GPUPLAN__PF_INT,     GPUPLAN__PF_INT,  GPUPLAN__PF_INT,
+                                          GPUPLAN__PF_INT, GPUPLAN__PF_VALUE, GPUPLAN__PF_RECORDS, GPUPLAN__PF_VALUE};
+static const gpuplan__pickle_schema *const seg_sub[] = {NULL, NULL, NULL, NULL, NULL, NULL, &block_schema, NULL};
+static const gpuplan__pickle_schema seg_schema = {seg_names, seg_kinds, seg_sub};
+static const char *const event_names[] = {"action", "device_free", "addr", "size", "stream", NULL};
+static const unsigned char event_kinds[] = {GPUPLAN__PF_VALUE, GPUPLAN__PF_INT, GPUPLAN__PF_INT, GPUPLAN__PF_INT,
+                                            GPUPLAN__PF_INT};
+static const gpuplan__pickle_schema event_schema = {event_names, event_kinds, NULL};
+static const char *const ann_names[] = {"device", NULL};
+static const unsigned char ann_kinds[] = {GPUPLAN__PF_INT};
+static const gpuplan__pickle_schema ann_schema = {ann_names, ann_kinds, NULL};
+static const gpuplan__pickle_decode decode[] = {{"segments", 1, &seg_schema},
+                                                {"device_traces", 2, &event_schema},
+                                                {"external_annotations", 1, &ann_schema},
+                                                {NULL, 0, NULL}};
+
+/* A list of dicts (a, skipping load) and its decoded records (b): each
+ * record holds the dict's fields of schema sc as the dict holds them. */
+static void same_records(const gpuplan__pv *a, const gpuplan__pv *b, const gpuplan__pickle_schema *sc, int lists,
+                         size_t *budget) {
+  size_t i, k;
+  if (a->type != GPUPLAN__PV_LIST) abort();
+  if (lists == 2) {
+    if (b->type != GPUPLAN__PV_LIST || b->u.seq.n != a->u.seq.n) abort();
+    for (i = 0; i < a->u.seq.n; i++) same_records(a->u.seq.items[i], b->u.seq.items[i], sc, 1, budget);
+    return;
+  }
+  if (b->type != GPUPLAN__PV_RECORDS || b->u.rec.n != a->u.seq.n) abort();
+  for (i = 0; i < a->u.seq.n; i++) {
+    const gpuplan__pv *d = a->u.seq.items[i];
+    const gpuplan__pfield *r = gpuplan__pv_record(b, i);
+    if (d->type != GPUPLAN__PV_DICT) abort();
+    for (k = 0; sc->names[k]; k++) {
+      const gpuplan__pv *v = gpuplan__pv_get(d, sc->names[k]);
+      int64_t iv;
+      if (!v) {
+        if (r[k].v) abort();
+      } else if (sc->kinds[k] == GPUPLAN__PF_RECORDS) {
+        if (!r[k].v) abort();
+        same_records(v, r[k].v, sc->sub[k], 1, budget);
+      } else if (r[k].v == &gpuplan__pf_int) {
+        if (sc->kinds[k] != GPUPLAN__PF_INT || gpuplan__pv_int(v, &iv) != 0 || iv != r[k].i) abort();
+      } else {
+        if (!r[k].v) abort();
+        same(v, r[k].v, budget);
+      }
+    }
+  }
+}
+
+static const gpuplan__pickle_decode *decoded_key(const gpuplan__pv *k) {
+  size_t i;
+  for (i = 0; k->type == GPUPLAN__PV_STR && decode[i].key; i++)
+    if (k->u.str.len == strlen(decode[i].key) && memcmp(k->u.str.s, decode[i].key, k->u.str.len) == 0)
+      return &decode[i];
+  return NULL;
+}
+
+/* The skipping load's tree (a) and the decoding load's (b): the same, but
+ * for the decoded values of the top-level dict's keys to decode. */
+static void same_decoded(const gpuplan__pv *a, const gpuplan__pv *b, size_t *budget) {
+  size_t i;
+  if (a->type != GPUPLAN__PV_DICT || b->type != GPUPLAN__PV_DICT) {
+    same(a, b, budget);
+    return;
+  }
+  if (a->u.dict.n != b->u.dict.n) abort();
+  for (i = 0; i < a->u.dict.n; i++) {
+    const gpuplan__pickle_decode *d = decoded_key(a->u.dict.keys[i]);
+    const gpuplan__pv *bv = b->u.dict.vals[i];
+    same(a->u.dict.keys[i], b->u.dict.keys[i], budget);
+    if (d && (bv->type == GPUPLAN__PV_RECORDS ||
+              (bv->type == GPUPLAN__PV_LIST && bv->u.seq.n && bv->u.seq.items[0]->type == GPUPLAN__PV_RECORDS) ||
+              (bv->type == GPUPLAN__PV_LIST && d->lists == 2 && a->u.dict.vals[i]->type == GPUPLAN__PV_LIST &&
+               a->u.dict.vals[i]->u.seq.n == 0)))
+      same_records(a->u.dict.vals[i], bv, d->schema, d->lists, budget);
+    else
+      same(a->u.dict.vals[i], bv, budget);
+  }
+}
+
 /* The input served as a file would be, at most max bytes a read. */
 typedef struct mem_in {
   const uint8_t *data;
@@ -222,6 +312,24 @@ static void differential(const uint8_t *data, size_t size, uint32_t h) {
     }
   }
   gpuplan__pickle_free(&pw);
+  {
+    /* decoding, whole or (h & 16) through the window */
+    gpuplan__pickle pd;
+    const gpuplan__pv *rdd = NULL;
+    int d;
+    in.max = 1 + h % 7;
+    d = gpuplan__pickle_load_decode(ctx, data, size, (h & 16) ? &rd : NULL, NULL, skip_keys, decode, &pd, &rdd);
+    if (!((b == GPUPLAN_OK || (b == GPUPLAN_EINVAL && shape_error(mb))) && d == GPUPLAN_EINVAL &&
+          shape_error(gpuplan_errmsg(ctx)))) {
+      if (d != b || (d && strcmp(mb, gpuplan_errmsg(ctx)) != 0)) abort();
+      if (d == GPUPLAN_OK) {
+        size_t budget = 1u << 20;
+        same_decoded(rb, rdd, &budget);
+        if (pd.values != pb.values) abort();
+      }
+    }
+    gpuplan__pickle_free(&pd);
+  }
   if (a == GPUPLAN_OK) {
     size_t budget = 1u << 20;
     if (b != GPUPLAN_OK) abort();

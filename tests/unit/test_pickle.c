@@ -1939,15 +1939,18 @@ static void test_pickle__decode_errors_match_skip_load(void **state) {
  * ends in the result or in a clean "out of memory" that leaves the
  * context usable.  w: through a reader's window of that shape (its own
  * allocations too: the window, its growth, the stores), else the buffer. */
-static int oom_load(loaded *L, const void *data, size_t len, const char *const *skip, const size_t *w) {
+static int oom_load(loaded *L, const void *data, size_t len, const char *const *skip, const size_t *w, int dec) {
   gpuplan__pickle_reader rd;
   mem_in m;
+  if (w) reader_for(&rd, &m, data, len, w);
+  if (dec) return gpuplan__pickle_load_decode(L->ctx, data, len, w ? &rd : NULL, NULL, skip, d_decode, &L->p, &L->root);
   if (!w) return gpuplan__pickle_load_skip(L->ctx, data, len, NULL, skip, &L->p, &L->root);
-  reader_for(&rd, &m, data, len, w);
   return gpuplan__pickle_load_reader(L->ctx, &rd, NULL, skip, &L->p, &L->root);
 }
 
-static void oom_sweep_ex(const void *data, size_t len, int persistent, const char *const *skip, const size_t *w) {
+/* dec: decoding (d_decode) too. */
+static void oom_sweep_ex(const void *data, size_t len, int persistent, const char *const *skip, const size_t *w,
+                         int dec) {
   long long n;
   for (n = 0;; n++) {
     loaded L;
@@ -1956,7 +1959,7 @@ static void oom_sweep_ex(const void *data, size_t len, int persistent, const cha
     L.c.calls = 0;
     L.c.fail_at = n;
     L.c.persistent = persistent;
-    L.rc = oom_load(&L, data, len, skip, w);
+    L.rc = oom_load(&L, data, len, skip, w, dec);
     L.c.fail_at = -1;
     if (L.rc != GPUPLAN_OK && L.rc != GPUPLAN_ENOMEM)
       fail_msg("%sN=%lld: rc=%s %s", w ? "window, " : "", n, gpuplan_errname(L.rc), gpuplan_errmsg(L.ctx));
@@ -1966,7 +1969,7 @@ static void oom_sweep_ex(const void *data, size_t len, int persistent, const cha
       assert_string_equal(gpuplan_errmsg(L.ctx), "out of memory");
       /* The context is still usable. */
       gpuplan__pickle_free(&L.p);
-      assert_int_equal(oom_load(&L, data, len, skip, w), GPUPLAN_OK);
+      assert_int_equal(oom_load(&L, data, len, skip, w, dec), GPUPLAN_OK);
     }
     unload(&L);
     if (L.c.failures == 0) {
@@ -1978,10 +1981,12 @@ static void oom_sweep_ex(const void *data, size_t len, int persistent, const cha
 }
 
 static void oom_sweep(const void *data, size_t len, int persistent) {
-  oom_sweep_ex(data, len, persistent, NULL, NULL);
-  oom_sweep_ex(data, len, persistent, snapshot_skip, NULL);
-  oom_sweep_ex(data, len, persistent, snapshot_skip, windows[1]);
-  oom_sweep_ex(data, len, persistent, snapshot_skip, windows[3]);
+  oom_sweep_ex(data, len, persistent, NULL, NULL, 0);
+  oom_sweep_ex(data, len, persistent, snapshot_skip, NULL, 0);
+  oom_sweep_ex(data, len, persistent, snapshot_skip, windows[1], 0);
+  oom_sweep_ex(data, len, persistent, snapshot_skip, windows[3], 0);
+  oom_sweep_ex(data, len, persistent, d_skip, NULL, 1);
+  oom_sweep_ex(data, len, persistent, d_skip, windows[1], 1);
 }
 
 static void test_pickle__oom_sweep(void **state) {
@@ -1997,6 +2002,11 @@ static void test_pickle__oom_sweep(void **state) {
   if (!traces_dir(dir, sizeof dir)) fail_msg("GPUPLAN_TRACES and GPUPLAN_SOURCE_DIR unset");
   buf = read_file(dir, "linear-grad.pickle", &len);
   if (!buf) fail_msg("missing %s/linear-grad.pickle", dir);
+  oom_sweep(buf, len, 0);
+  oom_sweep(buf, len, 1);
+  free(buf);
+  buf = read_file(dir, "../replay/decode-small.pickle", &len);
+  if (!buf) fail_msg("missing %s/../replay/decode-small.pickle", dir);
   oom_sweep(buf, len, 0);
   oom_sweep(buf, len, 1);
   free(buf);
