@@ -1629,9 +1629,18 @@ static int dint(const loader *l, int op, int64_t *iv, size_t *len) {
   const unsigned char *b = l->buf + l->pos;
   size_t left = l->len - l->pos;
   switch (op) {
-  case OP_BININT1: *iv = b[1], *len = 2; return left >= 2;
-  case OP_BININT2: *iv = b[1] | b[2] << 8, *len = 3; return left >= 3;
-  case OP_BININT: *iv = (int32_t)le32(b + 1), *len = 5; return left >= 5;
+  case OP_BININT1:
+    if (left < 2) return 0;
+    *iv = b[1], *len = 2;
+    return 1;
+  case OP_BININT2:
+    if (left < 3) return 0;
+    *iv = b[1] | b[2] << 8, *len = 3;
+    return 1;
+  case OP_BININT:
+    if (left < 5) return 0;
+    *iv = (int32_t)le32(b + 1), *len = 5;
+    return 1;
   case OP_NEWTRUE: *iv = 1, *len = 1; return 1;
   case OP_NEWFALSE: *iv = 0, *len = 1; return 1;
   case OP_LONG1: {
@@ -1882,15 +1891,19 @@ static int drecord(loader *l, const gpuplan__pickle_schema *sc, size_t sl, size_
   const unsigned char *buf = l->buf;
   size_t len = l->len, pos = l->pos, pi;
   gpuplan__pfield *f;
-  int op;
+  int op, near;
 #define SYNC() (l->pos = pos)
 #define LOAD() (buf = l->buf, len = l->len, pos = l->pos)
+/* The next opcode; near: fewer than 16 bytes are left from it (the
+ * input's end), where only the helpers, which look at every length, run. */
 #define NEXT()                                                  \
   do {                                                          \
+    near = 0;                                                   \
     if (len - pos < 16 || buf[pos] == OP_FRAME) {               \
       SYNC();                                                   \
       TRY(dop(l, &op));                                         \
       LOAD();                                                   \
+      near = len - pos < 16;                                    \
     }                                                           \
     op = buf[pos];                                              \
   } while (0)
@@ -1943,7 +1956,10 @@ static int drecord(loader *l, const gpuplan__pickle_schema *sc, size_t sl, size_
       break;
     }
     /* the key: most often the GET the key at this place was last */
-    if (t && t->w && (le64(buf + pos) & t->mask) == t->pat && l->memo[t->idx] == t->key && !dput_op(buf[pos + t->w])) {
+    if (near) {
+      goto slow_key;
+    } else if (t && t->w && (le64(buf + pos) & t->mask) == t->pat && l->memo[t->idx] == t->key &&
+               !dput_op(buf[pos + t->w])) {
       if (l->pushes >= l->lim.max_items) return RESTART;
       l->pushes++;
       pos += t->w;
@@ -1992,7 +2008,8 @@ static int drecord(loader *l, const gpuplan__pickle_schema *sc, size_t sl, size_
     if (k < 0) {
       if (k == FK_SKIP) l->nskipped++;
       w = 0;
-      if (op == OP_BININT1) w = 2;
+      if (near) w = 0;
+      else if (op == OP_BININT1) w = 2;
       else if (op == OP_BININT) w = 5;
       else if (op == OP_LONG1 && buf[pos + 1] <= 8) w = 2 + (size_t)buf[pos + 1];
       else if (k == FK_SKIP && (op | 2) == OP_LONG_BINGET) {
@@ -2018,7 +2035,9 @@ static int drecord(loader *l, const gpuplan__pickle_schema *sc, size_t sl, size_
       continue;
     }
     kind = sc->kinds[k];
-    if (kind == GPUPLAN__PF_INT) {
+    if (near) {
+      /* (the helpers below) */
+    } else if (kind == GPUPLAN__PF_INT) {
       w = 0;
       if (op == OP_BININT1) iv = buf[pos + 1], w = 2;
       else if (op == OP_BININT2) iv = buf[pos + 1] | buf[pos + 2] << 8, w = 3;
