@@ -132,6 +132,49 @@ static void test_version__runtime_twins_match_headers(void **state) {
   assert_false(GPUPLAN_VERSION_CHECK(GPUPLAN_VERSION_MAJOR + 1, 0, 0));
 }
 
+/* A large block freed stays in the context and serves the next large
+ * allocation it fits, without the allocator; the context keeps at most
+ * 32 of them, 16 MiB in all (gpuplan/ctx.h), and gives every one back
+ * when it is freed, with exact sizes (counting_done). */
+static void test_ctx__large_blocks_are_kept_for_reuse(void **state) {
+  counting c;
+  gpuplan_ctx *ctx;
+  void *p, *q, *big[40];
+  long long calls, bytes, blocks;
+  size_t i;
+  (void)state;
+  counting_init(&c);
+  ctx = counting_ctx(&c);
+  blocks = c.blocks;
+  p = gpuplan_malloc(ctx, 300000);
+  assert_non_null(p);
+  memset(p, 7, 300000);
+  gpuplan_free(ctx, p);
+  assert_int_equal(c.blocks, blocks + 1); /* kept */
+  calls = c.calls;
+  bytes = c.bytes;
+  q = gpuplan_malloc(ctx, 200000); /* fits the block kept: no call */
+  assert_ptr_equal(q, p);
+  assert_int_equal(c.calls, calls);
+  assert_int_equal(c.bytes, bytes);
+  gpuplan_free(ctx, q);
+  q = gpuplan_malloc(ctx, 50000); /* a quarter of it or less: not that block */
+  assert_ptr_not_equal(q, p);
+  gpuplan_free(ctx, q);
+  /* Many: a bounded number and size kept. */
+  for (i = 0; i < 40; i++) assert_non_null(big[i] = gpuplan_malloc(ctx, 1000000));
+  for (i = 0; i < 40; i++) gpuplan_free(ctx, big[i]);
+  assert_true(c.blocks - blocks <= 32);
+  assert_true(c.bytes <= (16ll << 20) + 100000);
+  /* Too large to keep. */
+  p = gpuplan_malloc(ctx, (16u << 20) + 1);
+  assert_non_null(p);
+  bytes = c.bytes;
+  gpuplan_free(ctx, p);
+  assert_true(c.bytes <= bytes - (16ll << 20));
+  counting_done(&c, ctx); /* nothing is left */
+}
+
 static void test_ctx__free_with_live_child_is_deferred(void **state) {
   counting c;
   gpuplan_ctx *ctx;
@@ -159,6 +202,7 @@ int main(void) {
     cmocka_unit_test(test_errors__names_and_strings),
     cmocka_unit_test(test_errors__null_ctx_accessors_do_not_crash),
     cmocka_unit_test(test_version__runtime_twins_match_headers),
+    cmocka_unit_test(test_ctx__large_blocks_are_kept_for_reuse),
     cmocka_unit_test(test_ctx__free_with_live_child_is_deferred),
   };
   return cmocka_run_group_tests_name("ctx", tests, NULL, NULL);

@@ -37,6 +37,14 @@ typedef struct gpuplan_ctx_options {
 /**
  * Create a context.  Construction only allocates; it does no I/O.
  *
+ * Memory: every allocation goes through the context's allocator.  A block
+ * of 16 KiB or more that the library frees is kept by the context (at
+ * most 32 of them, 16 MiB in all) and serves its next allocation of a
+ * size the block fits, so that work repeated on one context (a snapshot
+ * loaded and replayed again and again) does not hand memory back to the
+ * system and fault it in again each time.  gpuplan_ctx_free() gives them
+ * back.  (The blocks kept: since 0.2.0.)
+ *
  * @param[out] out   receives the new context, owned by the caller and freed
  *                   with gpuplan_ctx_free(); set to NULL on failure.
  * @param options    NULL for the defaults.

@@ -7,7 +7,10 @@
 
 /* The header keeps max_align_t alignment for the block that follows. */
 typedef union header {
-  size_t size;
+  struct {
+    size_t size; /* asked for */
+    size_t cap;  /* given by the allocator (after the header) */
+  } s;
   max_align_t align;
 } header;
 
@@ -26,12 +29,34 @@ static void *raw(gpuplan_ctx *ctx, void *ptr, size_t osize, size_t nsize) {
   return fn(ctx->alloc.ud, ptr, osize, nsize);
 }
 
+/* The smallest spare that holds size bytes and is no more than four times
+ * that, taken out of the context; NULL: none. */
+static header *spare_take(gpuplan_ctx *ctx, size_t size) {
+  size_t i, best = ctx->nspare;
+  header *h;
+  for (i = 0; i < ctx->nspare; i++) {
+    const header *c = ctx->spare[i];
+    if (c->s.cap >= size && c->s.cap / 4 <= size &&
+        (best == ctx->nspare || c->s.cap < ((const header *)ctx->spare[best])->s.cap))
+      best = i;
+  }
+  if (best == ctx->nspare) return NULL;
+  h = ctx->spare[best];
+  ctx->spare[best] = ctx->spare[--ctx->nspare];
+  ctx->spare_bytes -= h->s.cap;
+  return h;
+}
+
 void *gpuplan__malloc(gpuplan_ctx *ctx, size_t size) {
   header *h;
   if (size == 0 || size > SIZE_MAX - sizeof(header)) return NULL;
+  if (size >= GPUPLAN__SPARE_MIN && (h = spare_take(ctx, size)) != NULL) {
+    h->s.size = size;
+    return h + 1;
+  }
   h = raw(ctx, NULL, 0, size + sizeof(header));
   if (!h) return NULL;
-  h->size = size;
+  h->s.size = h->s.cap = size;
   return h + 1;
 }
 
@@ -52,9 +77,14 @@ void *gpuplan__realloc(gpuplan_ctx *ctx, void *ptr, size_t size) {
   }
   if (size > SIZE_MAX - sizeof(header)) return NULL;
   h = (header *)ptr - 1;
-  nh = raw(ctx, h, h->size + sizeof(header), size + sizeof(header));
+  if (size <= h->s.cap && size >= h->s.cap / 2) {
+    /* (within its room: in place) */
+    h->s.size = size;
+    return ptr;
+  }
+  nh = raw(ctx, h, h->s.cap + sizeof(header), size + sizeof(header));
   if (!nh) return NULL;
-  nh->size = size;
+  nh->s.size = nh->s.cap = size;
   return nh + 1;
 }
 
@@ -62,7 +92,36 @@ void gpuplan__free(gpuplan_ctx *ctx, void *ptr) {
   header *h;
   if (!ptr) return;
   h = (header *)ptr - 1;
-  raw(ctx, h, h->size + sizeof(header), 0);
+  if (h->s.cap >= GPUPLAN__SPARE_MIN && h->s.cap <= GPUPLAN__SPARE_MAX) {
+    /* Kept for the next large allocation, in place of the smallest kept
+     * when there is no room. */
+    size_t i, small = 0;
+    for (i = 1; i < ctx->nspare; i++)
+      if (((header *)ctx->spare[i])->s.cap < ((header *)ctx->spare[small])->s.cap) small = i;
+    while (ctx->nspare && (ctx->nspare == GPUPLAN__SPARES || ctx->spare_bytes + h->s.cap > GPUPLAN__SPARE_MAX) &&
+           ((header *)ctx->spare[small])->s.cap < h->s.cap) {
+      header *o = ctx->spare[small];
+      ctx->spare[small] = ctx->spare[--ctx->nspare];
+      ctx->spare_bytes -= o->s.cap;
+      raw(ctx, o, o->s.cap + sizeof(header), 0);
+      for (small = 0, i = 1; i < ctx->nspare; i++)
+        if (((header *)ctx->spare[i])->s.cap < ((header *)ctx->spare[small])->s.cap) small = i;
+    }
+    if (ctx->nspare < GPUPLAN__SPARES && ctx->spare_bytes + h->s.cap <= GPUPLAN__SPARE_MAX) {
+      ctx->spare[ctx->nspare++] = h;
+      ctx->spare_bytes += h->s.cap;
+      return;
+    }
+  }
+  raw(ctx, h, h->s.cap + sizeof(header), 0);
+}
+
+void gpuplan__ctx_drop_spares(gpuplan_ctx *ctx) {
+  while (ctx->nspare) {
+    header *h = ctx->spare[--ctx->nspare];
+    raw(ctx, h, h->s.cap + sizeof(header), 0);
+  }
+  ctx->spare_bytes = 0;
 }
 
 char *gpuplan__strdup(gpuplan_ctx *ctx, const char *s) {

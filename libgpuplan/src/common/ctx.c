@@ -29,6 +29,7 @@ int gpuplan_ctx_new(gpuplan_ctx **out, const gpuplan_ctx_options *options) {
 
 static void release(gpuplan_ctx *ctx) {
   gpuplan_ctx boot;
+  gpuplan__ctx_drop_spares(ctx);
   memset(&boot, 0, sizeof boot);
   boot.alloc = ctx->alloc;
   gpuplan__free(&boot, ctx);

@@ -18,8 +18,17 @@
 
 #define GPUPLAN_ERRMSG_MAX 1024
 
+/* Large blocks a context keeps when they are freed, for its next large
+ * allocations (gpuplan__malloc): at most GPUPLAN__SPARES of them, of
+ * GPUPLAN__SPARE_MIN bytes or more, GPUPLAN__SPARE_MAX in all. */
+#define GPUPLAN__SPARES 32
+#define GPUPLAN__SPARE_MIN ((size_t)16 << 10)
+#define GPUPLAN__SPARE_MAX ((size_t)16 << 20)
+
 struct gpuplan_ctx {
   gpuplan_host_allocator alloc;
+  void *spare[GPUPLAN__SPARES]; /* freed large blocks (their headers), kept */
+  size_t nspare, spare_bytes;
   int errcode;
   int errdetail;
   size_t children;  /* live child objects; ctx_free waits for them */
@@ -29,9 +38,13 @@ struct gpuplan_ctx {
 
 /*
  * Allocation through the context's allocator.  Blocks carry a small header
- * holding their size, so that gpuplan__free can give the allocator the exact
- * osize that lua_Alloc-style allocators need.
+ * holding their size and the room the allocator gave, so that gpuplan__free
+ * can give the allocator the exact osize that lua_Alloc-style allocators
+ * need.  A large block freed is kept in the context (spare) and serves a
+ * later large allocation it fits; a realloc within a block's room stays in
+ * place.  gpuplan__ctx_drop_spares gives them back (at the context's end).
  */
+void gpuplan__ctx_drop_spares(gpuplan_ctx *ctx);
 void *gpuplan__malloc(gpuplan_ctx *ctx, size_t size);
 void *gpuplan__calloc(gpuplan_ctx *ctx, size_t n, size_t size);
 void *gpuplan__realloc(gpuplan_ctx *ctx, void *ptr, size_t size);
