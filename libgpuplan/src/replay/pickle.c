@@ -202,10 +202,11 @@ typedef struct loader {
   struct dkt {      /* per level and place in a dict: the GET its key was last, and the field */
     uint64_t pat, mask;
     const gpuplan__pv *key;
-    size_t idx;
+    uint64_t gen;     /* memo_gen then: while it holds, the entry still holds key */
     unsigned w;
     int k;
   } kt[DLEVELS][KT_PAIRS];
+  uint64_t memo_gen; /* memo entries replaced (a PUT to an index set before) */
   const gpuplan__pickle_schema *dsch[DSCHEMAS]; /* the schemas met, which KEY_TAG names */
   size_t dnames[DSCHEMAS][GPUPLAN__PICKLE_MAX_FIELDS]; /* ... their names' lengths */
   size_t ndsch;
@@ -823,6 +824,7 @@ HOT int memo_ready(const loader *l, uint64_t idx, int lazy) {
 HOT void memo_set(loader *l, uint64_t idx, gpuplan__pv *top, int lazy, size_t after) {
   uint64_t *w = &l->mbits[idx / 64], bit = (uint64_t)1 << (idx % 64);
   if (!(*w & bit)) l->memo_len++;
+  else l->memo_gen++; /* (an entry replaced: see struct dkt) */
   *w |= bit;
   if (lazy) {
     if (l->rd && l->str_stored == SIZE_MAX) {
@@ -1958,7 +1960,7 @@ static int drecord(loader *l, const gpuplan__pickle_schema *sc, size_t sl, size_
     /* the key: most often the GET the key at this place was last */
     if (near) {
       goto slow_key;
-    } else if (t && t->w && (le64(buf + pos) & t->mask) == t->pat && l->memo[t->idx] == t->key &&
+    } else if (t && t->w && (le64(buf + pos) & t->mask) == t->pat && t->gen == l->memo_gen &&
                !dput_op(buf[pos + t->w])) {
       if (l->pushes >= l->lim.max_items) return RESTART;
       l->pushes++;
@@ -1977,7 +1979,7 @@ static int drecord(loader *l, const gpuplan__pickle_schema *sc, size_t sl, size_
         t->mask = w == 2 ? 0xffffu : 0xffffffffffull;
         t->pat = le64(buf + pos) & t->mask;
         t->w = (unsigned)w;
-        t->idx = idx;
+        t->gen = l->memo_gen;
         t->key = key;
         t->k = k;
       }
