@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "replay/pickle.h"
+#include "replay/snapshot_fields.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -167,27 +168,8 @@ static void same(const gpuplan__pv *a, const gpuplan__pv *b, size_t *budget) {
   }
 }
 
-/* The schemas replay.c decodes with (a copy, as test_pickle.c keeps). */
-static const char *const block_names[] = {"size", "requested_size", "history", "state", NULL};
-static const unsigned char block_kinds[] = {GPUPLAN__PF_INT, GPUPLAN__PF_INT, GPUPLAN__PF_VALUE, GPUPLAN__PF_VALUE};
-static const gpuplan__pickle_schema block_schema = {block_names, block_kinds, NULL};
-static const char *const seg_names[] = {"device", "is_expandable", "address", "total_size", "stream",
-                                        "segment_type", "blocks", "segment_pool_id", NULL};
-static const unsigned char seg_kinds[] = {GPUPLAN__PF_INT, GPUPLAN__PF_INT,     GPUPLAN__PF_INT,  GPUPLAN__PF_INT,
-                                          GPUPLAN__PF_INT, GPUPLAN__PF_VALUE, GPUPLAN__PF_RECORDS, GPUPLAN__PF_VALUE};
-static const gpuplan__pickle_schema *const seg_sub[] = {NULL, NULL, NULL, NULL, NULL, NULL, &block_schema, NULL};
-static const gpuplan__pickle_schema seg_schema = {seg_names, seg_kinds, seg_sub};
-static const char *const event_names[] = {"action", "device_free", "addr", "size", "stream", NULL};
-static const unsigned char event_kinds[] = {GPUPLAN__PF_VALUE, GPUPLAN__PF_INT, GPUPLAN__PF_INT, GPUPLAN__PF_INT,
-                                            GPUPLAN__PF_INT};
-static const gpuplan__pickle_schema event_schema = {event_names, event_kinds, NULL};
-static const char *const ann_names[] = {"device", NULL};
-static const unsigned char ann_kinds[] = {GPUPLAN__PF_INT};
-static const gpuplan__pickle_schema ann_schema = {ann_names, ann_kinds, NULL};
-static const gpuplan__pickle_decode decode[] = {{"segments", 1, &seg_schema},
-                                                {"device_traces", 2, &event_schema},
-                                                {"external_annotations", 1, &ann_schema},
-                                                {NULL, 0, NULL}};
+/* What replay.c decodes a snapshot with. */
+#define decode snapshot_decoded
 
 /* A list of dicts (a, skipping load) and its decoded records (b): each
  * record holds the dict's fields of schema sc as the dict holds them. */

@@ -14,6 +14,7 @@
 #include "testutil.h"
 
 #include "replay/pickle.h"
+#include "replay/snapshot_fields.h"
 
 typedef struct good_case {
   const char *name;
@@ -766,6 +767,12 @@ static const char *source_path(char *buf, size_t cap, const char *sub) {
 
 /* The real snapshots, vendored in tests/data/torch-snapshots (GPUPLAN_TRACES,
  * set by CTest). */
+/* The real snapshots in tests/data/torch-snapshots. */
+static const char *const real_snapshots[] = {"linear-grad.pickle",          "linear-no-grad.pickle",
+                                             "cs336-small-forward.pickle",  "cs336-ctx128-forward.pickle",
+                                             "cs336-ctx256-forward.pickle", "cs336-2.7b-forward.pickle",
+                                             "cs336-newest-format.pickle",  NULL};
+
 static const char *traces_dir(char *buf, size_t cap) {
   const char *dir = getenv("GPUPLAN_TRACES");
   if (!dir) return source_path(buf, cap, "tests/data/torch-snapshots");
@@ -1425,10 +1432,7 @@ static int same_with_skip(const void *data, size_t len, const char *const *skip,
 
 static void test_pickle__skip_matches_plain_load(void **state) {
   static const char *const keys[] = {"k", "a", "frames", NULL};
-  static const char *const files[] = {"linear-grad.pickle",          "linear-no-grad.pickle",
-                                      "cs336-small-forward.pickle",  "cs336-ctx128-forward.pickle",
-                                      "cs336-ctx256-forward.pickle", "cs336-2.7b-forward.pickle",
-                                      "cs336-newest-format.pickle"};
+  const char *const *files = real_snapshots;
   char dir[1024];
   size_t i, len;
   (void)state;
@@ -1437,7 +1441,7 @@ static void test_pickle__skip_matches_plain_load(void **state) {
     (void)same_with_skip(good_cases[i].data, good_cases[i].len, snapshot_skip, good_cases[i].name);
   }
   if (!traces_dir(dir, sizeof dir)) fail_msg("GPUPLAN_TRACES and GPUPLAN_SOURCE_DIR unset");
-  for (i = 0; i < sizeof files / sizeof files[0]; i++) {
+  for (i = 0; files[i]; i++) {
     loaded L;
     char *buf = read_file(dir, files[i], &len);
     if (!buf) fail_msg("missing %s/%s", dir, files[i]);
@@ -1598,28 +1602,9 @@ static void test_pickle__skip_errors_match_plain_load(void **state) {
 
 /* --- decoding (gpuplan__pickle_load_decode) ---------------------------------- */
 
-/* The schemas replay.c decodes a snapshot with (a copy: the test states
- * what it checks). */
-static const char *const d_block_names[] = {"size", "requested_size", "history", "state", NULL};
-static const unsigned char d_block_kinds[] = {GPUPLAN__PF_INT, GPUPLAN__PF_INT, GPUPLAN__PF_VALUE, GPUPLAN__PF_VALUE};
-static const gpuplan__pickle_schema d_block = {d_block_names, d_block_kinds, NULL};
-static const char *const d_seg_names[] = {"device", "is_expandable", "address", "total_size", "stream",
-                                          "segment_type", "blocks", "segment_pool_id", NULL};
-static const unsigned char d_seg_kinds[] = {GPUPLAN__PF_INT, GPUPLAN__PF_INT,   GPUPLAN__PF_INT,
-                                            GPUPLAN__PF_INT, GPUPLAN__PF_INT,   GPUPLAN__PF_VALUE,
-                                            GPUPLAN__PF_RECORDS, GPUPLAN__PF_VALUE};
-static const gpuplan__pickle_schema *const d_seg_sub[] = {NULL, NULL, NULL, NULL, NULL, NULL, &d_block, NULL};
-static const gpuplan__pickle_schema d_seg = {d_seg_names, d_seg_kinds, d_seg_sub};
-static const char *const d_event_names[] = {"action", "device_free", "addr", "size", "stream", NULL};
-static const unsigned char d_event_kinds[] = {GPUPLAN__PF_VALUE, GPUPLAN__PF_INT, GPUPLAN__PF_INT, GPUPLAN__PF_INT,
-                                              GPUPLAN__PF_INT};
-static const gpuplan__pickle_schema d_event = {d_event_names, d_event_kinds, NULL};
-static const char *const d_ann_names[] = {"device", NULL};
-static const unsigned char d_ann_kinds[] = {GPUPLAN__PF_INT};
-static const gpuplan__pickle_schema d_ann = {d_ann_names, d_ann_kinds, NULL};
-static const gpuplan__pickle_decode d_decode[] = {
-    {"segments", 1, &d_seg}, {"device_traces", 2, &d_event}, {"external_annotations", 1, &d_ann}, {NULL, 0, NULL}};
-static const char *const d_skip[] = {"frames", NULL};
+/* What replay.c decodes a snapshot with, and skips. */
+#define d_decode snapshot_decoded
+#define d_skip snapshot_skipped
 
 static const gpuplan__pickle_decode *decode_of(const gpuplan__pv *k) {
   size_t i;
@@ -1798,16 +1783,13 @@ static int same_with_decode(const void *data, size_t len, const char *name) {
 }
 
 static void test_pickle__decode_matches_skip_load(void **state) {
-  static const char *const files[] = {"linear-grad.pickle",          "linear-no-grad.pickle",
-                                      "cs336-small-forward.pickle",  "cs336-ctx128-forward.pickle",
-                                      "cs336-ctx256-forward.pickle", "cs336-2.7b-forward.pickle",
-                                      "cs336-newest-format.pickle"};
+  const char *const *files = real_snapshots;
   char dir[1024];
   size_t i, len;
   (void)state;
   for (i = 0; i < NCASES; i++) (void)same_with_decode(good_cases[i].data, good_cases[i].len, good_cases[i].name);
   if (!traces_dir(dir, sizeof dir)) fail_msg("GPUPLAN_TRACES and GPUPLAN_SOURCE_DIR unset");
-  for (i = 0; i < sizeof files / sizeof files[0]; i++) {
+  for (i = 0; files[i]; i++) {
     loaded L;
     const gpuplan__pv *tr;
     char *buf = read_file(dir, files[i], &len);

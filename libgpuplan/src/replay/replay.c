@@ -15,6 +15,7 @@
 #include "alloc/alloc_int.h"
 #include "replay/pickle.h"
 #include "replay/replay_int.h"
+#include "replay/snapshot_fields.h"
 
 typedef struct rblock {
   uint64_t addr, size, requested;
@@ -243,32 +244,6 @@ static int action_of(const char *s, gpuplan_alloc_action *out) {
   return 0;
 }
 
-/* The fields convert reads, and their kinds where the loader decodes
- * them (gpuplan__pickle_load_decode). */
-static const char *const seg_fields[] = {"device", "is_expandable", "address", "total_size", "stream",
-                                         "segment_type", "blocks", "segment_pool_id", NULL};
-enum { SF_DEVICE, SF_EXPANDABLE, SF_ADDRESS, SF_TOTAL_SIZE, SF_STREAM, SF_TYPE, SF_BLOCKS, SF_POOL };
-static const char *const block_fields[] = {"size", "requested_size", "history", "state", NULL};
-enum { BF_SIZE, BF_REQUESTED, BF_HISTORY, BF_STATE };
-static const char *const event_fields[] = {"action", "device_free", "addr", "size", "stream", NULL};
-enum { EF_ACTION, EF_DEVICE_FREE, EF_ADDR, EF_SIZE, EF_STREAM };
-static const char *const ann_fields[] = {"device", NULL};
-
-enum { K_INT = GPUPLAN__PF_INT, K_VAL = GPUPLAN__PF_VALUE, K_REC = GPUPLAN__PF_RECORDS };
-static const unsigned char block_kinds[] = {K_INT, K_INT, K_VAL, K_VAL};
-static const gpuplan__pickle_schema block_schema = {block_fields, block_kinds, NULL};
-static const unsigned char seg_kinds[] = {K_INT, K_INT, K_INT, K_INT, K_INT, K_VAL, K_REC, K_VAL};
-static const gpuplan__pickle_schema *const seg_sub[] = {NULL, NULL, NULL, NULL, NULL, NULL, &block_schema, NULL};
-static const gpuplan__pickle_schema seg_schema = {seg_fields, seg_kinds, seg_sub};
-static const unsigned char event_kinds[] = {K_VAL, K_INT, K_INT, K_INT, K_INT};
-static const gpuplan__pickle_schema event_schema = {event_fields, event_kinds, NULL};
-static const unsigned char ann_kinds[] = {K_INT};
-static const gpuplan__pickle_schema ann_schema = {ann_fields, ann_kinds, NULL};
-/* What a load decodes: the lists of dicts convert reads a few fields of. */
-static const gpuplan__pickle_decode decoded[] = {{"segments", 1, &seg_schema},
-                                                 {"device_traces", 2, &event_schema},
-                                                 {"external_annotations", 1, &ann_schema},
-                                                 {NULL, 0, NULL}};
 
 /* A list of dicts as loaded: a LIST of them, or decoded (RECORDS). */
 static int dict_list(const gpuplan__pv *v) {
@@ -546,9 +521,6 @@ void gpuplan_snapshot_free(gpuplan_snapshot *s) {
   gpuplan__ctx_unref(ctx);
 }
 
-/* What a replay never reads: the stack frames of every block and trace
- * event, most of a snapshot's bytes (see gpuplan__pickle_load_skip). */
-static const char *const skipped_keys[] = {"frames", NULL};
 
 /* The snapshot in buf[0..len), or (rd) the one rd reads. */
 static int load_from(gpuplan_ctx *ctx, const void *buf, size_t len, const gpuplan__pickle_reader *rd,
@@ -558,7 +530,7 @@ static int load_from(gpuplan_ctx *ctx, const void *buf, size_t len, const gpupla
   gpuplan_snapshot *s;
   int rc;
   if (device < 0) return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: device must be >= 0");
-  rc = gpuplan__pickle_load_decode(ctx, buf, len, rd, NULL, skipped_keys, decoded, &p, &root);
+  rc = gpuplan__pickle_load_decode(ctx, buf, len, rd, NULL, snapshot_skipped, snapshot_decoded, &p, &root);
   if (rc) {
     gpuplan__pickle_free(&p);
     return rc;
