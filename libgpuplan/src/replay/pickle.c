@@ -130,7 +130,7 @@ enum { LZ_SCALAR, LZ_LIST, LZ_TUPLE, LZ_DICT, LZ_STR, LZ_DECODED, LZ_KINDS };
 #define DLEVELS 2
 #define DSCHEMAS 8
 #define KT_PAIRS 16
-#define DCHUNK_SHIFT 8 /* level 0's records come in chunks of 256 */
+#define DCHUNK_SHIFT 6 /* level 0's records come in chunks of 64 */
 #define DCHUNK ((size_t)1 << DCHUNK_SHIFT)
 
 typedef struct loader {
