@@ -1884,6 +1884,36 @@ static void test_pickle__decode_shapes(void **state) {
   }
 }
 
+/* Decode tables that cannot be right are refused before anything is read. */
+static void test_pickle__decode_misuse(void **state) {
+  static const char *const none[] = {NULL};
+  static const char *const one[] = {"x", NULL};
+  static const unsigned char int_kind[] = {GPUPLAN__PF_INT}, rec_kind[] = {GPUPLAN__PF_RECORDS};
+  static const gpuplan__pickle_schema empty = {none, int_kind, NULL}, ok = {one, int_kind, NULL},
+                                      no_sub = {one, rec_kind, NULL};
+  const gpuplan__pickle_decode bad[][GPUPLAN__PICKLE_MAX_DECODE + 2] = {
+      {{"a", 3, &ok}, {NULL, 0, NULL}},
+      {{"a", 1, NULL}, {NULL, 0, NULL}},
+      {{"a", 1, &empty}, {NULL, 0, NULL}},
+      {{"a", 1, &no_sub}, {NULL, 0, NULL}},
+      {{"a", 1, &ok}, {"b", 1, &ok}, {"c", 1, &ok}, {"d", 1, &ok}, {"e", 1, &ok}, {NULL, 0, NULL}},
+  };
+  static const char data[] = "\x80\x04}\x94.";
+  size_t i;
+  (void)state;
+  for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    loaded L;
+    counting_init(&L.c);
+    L.ctx = counting_ctx(&L.c);
+    L.root = (const gpuplan__pv *)&L.c;
+    L.rc = gpuplan__pickle_load_decode(L.ctx, data, sizeof data - 1, NULL, NULL, NULL, bad[i], &L.p, &L.root);
+    assert_int_equal(L.rc, GPUPLAN_EMISUSE);
+    assert_null(L.root);
+    assert_non_null(strstr(gpuplan_errmsg(L.ctx), "decode entry"));
+    unload(&L);
+  }
+}
+
 /* A small snapshot (segments with blocks, events with shared and new
  * frames, annotations), cut at every byte and with every byte changed in
  * turn: decoding gives the skipping load's result or error each time. */
@@ -2020,6 +2050,7 @@ int main(void) {
     cmocka_unit_test(test_pickle__skip_errors_match_plain_load),
     cmocka_unit_test(test_pickle__decode_matches_skip_load),
     cmocka_unit_test(test_pickle__decode_shapes),
+    cmocka_unit_test(test_pickle__decode_misuse),
     cmocka_unit_test(test_pickle__decode_errors_match_skip_load),
     cmocka_unit_test(test_pickle__oom_sweep),
   };
