@@ -1914,6 +1914,41 @@ static void test_pickle__decode_misuse(void **state) {
   }
 }
 
+/* Under tight limits decoding changes nothing: too few values gives the
+ * skipping load's error, and a depth limit below 16 decodes nothing. */
+static void test_pickle__decode_limits(void **state) {
+  static const gpuplan__pickle_limits lims[] = {{200, 40}, {200, 120}, {10, 50000000}, {4, 50000000}};
+  char dir[1024];
+  size_t i, n;
+  char *buf;
+  (void)state;
+  if (!traces_dir(dir, sizeof dir)) fail_msg("GPUPLAN_TRACES and GPUPLAN_SOURCE_DIR unset");
+  buf = read_file(dir, "../replay/decode-small.pickle", &n);
+  if (!buf) fail_msg("missing %s/../replay/decode-small.pickle", dir);
+  for (i = 0; i < sizeof lims / sizeof lims[0]; i++) {
+    loaded A, B;
+    counting_init(&A.c);
+    A.ctx = counting_ctx(&A.c);
+    A.rc = gpuplan__pickle_load_skip(A.ctx, buf, n, &lims[i], d_skip, &A.p, &A.root);
+    counting_init(&B.c);
+    B.ctx = counting_ctx(&B.c);
+    B.rc = gpuplan__pickle_load_decode(B.ctx, buf, n, NULL, &lims[i], d_skip, d_decode, &B.p, &B.root);
+    assert_int_equal(A.rc, B.rc);
+    if (A.rc) {
+      assert_string_equal(gpuplan_errmsg(A.ctx), gpuplan_errmsg(B.ctx));
+    } else {
+      char *ta = render_root(A.root), *tb = render_root(B.root);
+      assert_false(has_records(B.root)); /* (depth limits below 16) */
+      assert_string_equal(ta, tb);
+      free(ta);
+      free(tb);
+    }
+    unload(&A);
+    unload(&B);
+  }
+  free(buf);
+}
+
 /* A small snapshot (segments with blocks, events with shared and new
  * frames, annotations), cut at every byte and with every byte changed in
  * turn: decoding gives the skipping load's result or error each time. */
@@ -2051,6 +2086,7 @@ int main(void) {
     cmocka_unit_test(test_pickle__decode_matches_skip_load),
     cmocka_unit_test(test_pickle__decode_shapes),
     cmocka_unit_test(test_pickle__decode_misuse),
+    cmocka_unit_test(test_pickle__decode_limits),
     cmocka_unit_test(test_pickle__decode_errors_match_skip_load),
     cmocka_unit_test(test_pickle__oom_sweep),
   };
