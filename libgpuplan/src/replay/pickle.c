@@ -1819,14 +1819,31 @@ static int dskip(loader *l, gpuplan__pv *key, int skipkey, int op) {
       l->marks[l->nmarks++] = l->sp;
       l->pos += 3;
       if ((l->buf[l->pos] | 2u) == OP_LONG_BINGET && (cnt = ref_run(l, &end)) &&
-          cnt <= l->lim.max_items - l->pushes && end + 1 < l->len && l->buf[end] == OP_APPENDS &&
-          l->buf[end + 1] == OP_SETITEMS) {
-        l->pushes += cnt;
-        l->nmarks--;
-        l->sp = base - 1;
-        l->pos = end + 1;
-        l->str_end = SIZE_MAX;
-        return 0;
+          cnt <= l->lim.max_items - l->pushes) {
+        if (end + 1 < l->len && l->buf[end] == OP_APPENDS && l->buf[end + 1] == OP_SETITEMS) {
+          l->pushes += cnt;
+          l->nmarks--;
+          l->sp = base - 1;
+          l->pos = end + 1;
+          l->str_end = SIZE_MAX;
+          return 0;
+        }
+        if (l->scap - l->sp >= cnt) {
+          /* The run's references pushed, as the skip machine pushes them
+           * (a new frame comes after them), so that it does not read the
+           * run again. */
+          const unsigned char *const buf = l->buf;
+          gpuplan__pv **const stack = l->stack, **const memo = l->memo;
+          size_t pos = l->pos, sp = l->sp, i;
+          for (i = 0; i < cnt; i++) {
+            size_t wide = (buf[pos] >> 1) & 1u, idx = wide ? le32(buf + pos + 1) : buf[pos + 1];
+            stack[sp++] = memo[idx];
+            pos += 2 + 3 * wide;
+          }
+          l->pos = pos;
+          l->sp = sp;
+          l->pushes += cnt;
+        }
       }
     }
   }
