@@ -219,6 +219,14 @@ extern const gpuplan__pv gpuplan__pf_int;
  * gpuplan__pickle_load_skip of buf[0..len), or (rd non-NULL)
  * gpuplan__pickle_load_reader of rd, decoding the values of decode's keys
  * (see above; NULL: none).
+ *
+ * @return as those; also GPUPLAN_EMISUSE for a decode table that cannot be
+ *         right ("pickle: decode entry N ...": lists not 1 or 2, no schema,
+ *         no fields or more than GPUPLAN__PICKLE_MAX_FIELDS, a RECORDS
+ *         field without its schema, more than GPUPLAN__PICKLE_MAX_DECODE
+ *         entries).  The records, like every value, live until
+ *         gpuplan__pickle_free.
+ * @errors any  @threads ctx
  */
 int gpuplan__pickle_load_decode(gpuplan_ctx *ctx, const void *buf, size_t len,
                                 const gpuplan__pickle_reader *rd, const gpuplan__pickle_limits *limits,
