@@ -168,8 +168,6 @@ static void same(const gpuplan__pv *a, const gpuplan__pv *b, size_t *budget) {
   }
 }
 
-/* What replay.c decodes a snapshot with. */
-#define decode snapshot_decoded
 
 /* A list of dicts (a, skipping load) and its decoded records (b): each
  * record holds the dict's fields of schema sc as the dict holds them. */
@@ -205,14 +203,6 @@ static void same_records(const gpuplan__pv *a, const gpuplan__pv *b, const gpupl
   }
 }
 
-static const gpuplan__pickle_decode *decoded_key(const gpuplan__pv *k) {
-  size_t i;
-  for (i = 0; k->type == GPUPLAN__PV_STR && decode[i].key; i++)
-    if (k->u.str.len == strlen(decode[i].key) && memcmp(k->u.str.s, decode[i].key, k->u.str.len) == 0)
-      return &decode[i];
-  return NULL;
-}
-
 /* The skipping load's tree (a) and the decoding load's (b): the same, but
  * for the decoded values of the top-level dict's keys to decode. */
 static void same_decoded(const gpuplan__pv *a, const gpuplan__pv *b, size_t *budget) {
@@ -223,7 +213,7 @@ static void same_decoded(const gpuplan__pv *a, const gpuplan__pv *b, size_t *bud
   }
   if (a->u.dict.n != b->u.dict.n) abort();
   for (i = 0; i < a->u.dict.n; i++) {
-    const gpuplan__pickle_decode *d = decoded_key(a->u.dict.keys[i]);
+    const gpuplan__pickle_decode *d = snapshot_decode_of(a->u.dict.keys[i]);
     const gpuplan__pv *bv = b->u.dict.vals[i];
     same(a->u.dict.keys[i], b->u.dict.keys[i], budget);
     if (d && (bv->type == GPUPLAN__PV_RECORDS ||
@@ -300,7 +290,7 @@ static void differential(const uint8_t *data, size_t size, uint32_t h) {
     const gpuplan__pv *rdd = NULL;
     int d;
     in.max = 1 + h % 7;
-    d = gpuplan__pickle_load_decode(ctx, data, size, (h & 16) ? &rd : NULL, NULL, skip_keys, decode, &pd, &rdd);
+    d = gpuplan__pickle_load_decode(ctx, data, size, (h & 16) ? &rd : NULL, NULL, skip_keys, snapshot_decoded, &pd, &rdd);
     if (!((b == GPUPLAN_OK || (b == GPUPLAN_EINVAL && shape_error(mb))) && d == GPUPLAN_EINVAL &&
           shape_error(gpuplan_errmsg(ctx)))) {
       if (d != b || (d && strcmp(mb, gpuplan_errmsg(ctx)) != 0)) abort();

@@ -1602,16 +1602,14 @@ static void test_pickle__skip_errors_match_plain_load(void **state) {
 
 /* --- decoding (gpuplan__pickle_load_decode) ---------------------------------- */
 
-/* What replay.c decodes a snapshot with, and skips. */
-#define d_decode snapshot_decoded
-#define d_skip snapshot_skipped
 
-static const gpuplan__pickle_decode *decode_of(const gpuplan__pv *k) {
-  size_t i;
-  for (i = 0; k->type == GPUPLAN__PV_STR && d_decode[i].key; i++)
-    if (k->u.str.len == strlen(d_decode[i].key) && memcmp(k->u.str.s, d_decode[i].key, k->u.str.len) == 0)
-      return &d_decode[i];
-  return NULL;
+/* tests/data/replay/decode-small.pickle (generate.py), read whole; *n its length. */
+static char *read_decode_small(size_t *n) {
+  char dir[1024], *buf;
+  if (!traces_dir(dir, sizeof dir)) fail_msg("GPUPLAN_TRACES and GPUPLAN_SOURCE_DIR unset");
+  buf = read_file(dir, "../replay/decode-small.pickle", n);
+  if (!buf) fail_msg("missing %s/../replay/decode-small.pickle", dir);
+  return buf;
 }
 
 /* A field's value as both sides show it: an integer field's integer (or
@@ -1623,7 +1621,7 @@ static void render_field(text *t, unsigned kind, const gpuplan__pv *v) {
     snprintf(num, sizeof num, "%lld", (long long)i);
     puts_(t, num);
   } else {
-    render_ex(t, v, d_skip);
+    render_ex(t, v, snapshot_skipped);
   }
 }
 
@@ -1700,17 +1698,17 @@ static void render_records(text *t, const gpuplan__pv *v, const gpuplan__pickle_
 static void render_decoded_root(text *t, const gpuplan__pv *root, int how) {
   size_t i;
   if (root->type != GPUPLAN__PV_DICT || how == 0) {
-    render_ex(t, root, d_skip);
+    render_ex(t, root, snapshot_skipped);
     return;
   }
   puts_(t, "{");
   for (i = 0; i < root->u.dict.n; i++) {
-    const gpuplan__pickle_decode *d = decode_of(root->u.dict.keys[i]);
-    if (skipped_key(d_skip, root->u.dict.keys[i])) continue;
+    const gpuplan__pickle_decode *d = snapshot_decode_of(root->u.dict.keys[i]);
+    if (skipped_key(snapshot_skipped, root->u.dict.keys[i])) continue;
     if (i) puts_(t, ", ");
-    render_ex(t, root->u.dict.keys[i], d_skip);
+    render_ex(t, root->u.dict.keys[i], snapshot_skipped);
     puts_(t, ": ");
-    if (!d) render_ex(t, root->u.dict.vals[i], d_skip);
+    if (!d) render_ex(t, root->u.dict.vals[i], snapshot_skipped);
     else if (how == 2) render_records(t, root->u.dict.vals[i], d->schema);
     else render_projected(t, root->u.dict.vals[i], d->schema, d->lists);
   }
@@ -1724,7 +1722,7 @@ static void load_decode(loaded *L, const void *data, size_t len, const size_t *w
   L->ctx = counting_ctx(&L->c);
   L->root = (const gpuplan__pv *)&L->c; /* must be reset */
   if (w) reader_for(&rd, &m, data, len, w);
-  L->rc = gpuplan__pickle_load_decode(L->ctx, data, len, w ? &rd : NULL, NULL, d_skip, d_decode, &L->p, &L->root);
+  L->rc = gpuplan__pickle_load_decode(L->ctx, data, len, w ? &rd : NULL, NULL, snapshot_skipped, snapshot_decoded, &L->p, &L->root);
   if (L->rc == GPUPLAN_OK) {
     assert_non_null(L->root);
   } else {
@@ -1752,7 +1750,7 @@ static int same_with_decode(const void *data, size_t len, const char *name) {
   loaded A, B;
   size_t i;
   int reparsed = 0;
-  load_skip(&A, data, len, d_skip);
+  load_skip(&A, data, len, snapshot_skipped);
   for (i = 0; i <= sizeof windows / sizeof windows[0]; i++) {
     const size_t *w = i ? windows[i - 1] : NULL;
     load_decode(&B, data, len, w);
@@ -1917,22 +1915,21 @@ static void test_pickle__decode_misuse(void **state) {
 /* Under tight limits decoding changes nothing: too few values gives the
  * skipping load's error, and a depth limit below 16 decodes nothing. */
 static void test_pickle__decode_limits(void **state) {
+  /* decode-small holds 300-odd values and nests 7 deep (frames included) */
   static const gpuplan__pickle_limits lims[] = {{200, 40}, {200, 120}, {10, 50000000}, {4, 50000000}};
-  char dir[1024];
+  static const int rcs[] = {GPUPLAN_EINVAL, GPUPLAN_EINVAL, GPUPLAN_OK, GPUPLAN_EINVAL};
   size_t i, n;
-  char *buf;
+  char *buf = read_decode_small(&n);
   (void)state;
-  if (!traces_dir(dir, sizeof dir)) fail_msg("GPUPLAN_TRACES and GPUPLAN_SOURCE_DIR unset");
-  buf = read_file(dir, "../replay/decode-small.pickle", &n);
-  if (!buf) fail_msg("missing %s/../replay/decode-small.pickle", dir);
   for (i = 0; i < sizeof lims / sizeof lims[0]; i++) {
     loaded A, B;
     counting_init(&A.c);
     A.ctx = counting_ctx(&A.c);
-    A.rc = gpuplan__pickle_load_skip(A.ctx, buf, n, &lims[i], d_skip, &A.p, &A.root);
+    A.rc = gpuplan__pickle_load_skip(A.ctx, buf, n, &lims[i], snapshot_skipped, &A.p, &A.root);
     counting_init(&B.c);
     B.ctx = counting_ctx(&B.c);
-    B.rc = gpuplan__pickle_load_decode(B.ctx, buf, n, NULL, &lims[i], d_skip, d_decode, &B.p, &B.root);
+    B.rc = gpuplan__pickle_load_decode(B.ctx, buf, n, NULL, &lims[i], snapshot_skipped, snapshot_decoded, &B.p, &B.root);
+    assert_int_equal(A.rc, rcs[i]);
     assert_int_equal(A.rc, B.rc);
     if (A.rc) {
       assert_string_equal(gpuplan_errmsg(A.ctx), gpuplan_errmsg(B.ctx));
@@ -1953,13 +1950,9 @@ static void test_pickle__decode_limits(void **state) {
  * frames, annotations), cut at every byte and with every byte changed in
  * turn: decoding gives the skipping load's result or error each time. */
 static void test_pickle__decode_errors_match_skip_load(void **state) {
-  char dir[1024];
   size_t i, n;
-  char *buf;
+  char *buf = read_decode_small(&n);
   (void)state;
-  if (!traces_dir(dir, sizeof dir)) fail_msg("GPUPLAN_TRACES and GPUPLAN_SOURCE_DIR unset");
-  buf = read_file(dir, "../replay/decode-small.pickle", &n);
-  if (!buf) fail_msg("missing %s/../replay/decode-small.pickle", dir);
   assert_int_equal(same_with_decode(buf, n, "decode-small"), 0);
   for (i = 0; i < n; i++) {
     char name[64], *copy;
@@ -1990,12 +1983,12 @@ static int oom_load(loaded *L, const void *data, size_t len, const char *const *
   gpuplan__pickle_reader rd;
   mem_in m;
   if (w) reader_for(&rd, &m, data, len, w);
-  if (dec) return gpuplan__pickle_load_decode(L->ctx, data, len, w ? &rd : NULL, NULL, skip, d_decode, &L->p, &L->root);
+  if (dec) return gpuplan__pickle_load_decode(L->ctx, data, len, w ? &rd : NULL, NULL, skip, snapshot_decoded, &L->p, &L->root);
   if (!w) return gpuplan__pickle_load_skip(L->ctx, data, len, NULL, skip, &L->p, &L->root);
   return gpuplan__pickle_load_reader(L->ctx, &rd, NULL, skip, &L->p, &L->root);
 }
 
-/* dec: decoding (d_decode) too. */
+/* dec: decoding (snapshot_decoded) too. */
 static void oom_sweep_ex(const void *data, size_t len, int persistent, const char *const *skip, const size_t *w,
                          int dec) {
   long long n;
@@ -2032,8 +2025,8 @@ static void oom_sweep(const void *data, size_t len, int persistent) {
   oom_sweep_ex(data, len, persistent, snapshot_skip, NULL, 0);
   oom_sweep_ex(data, len, persistent, snapshot_skip, windows[1], 0);
   oom_sweep_ex(data, len, persistent, snapshot_skip, windows[3], 0);
-  oom_sweep_ex(data, len, persistent, d_skip, NULL, 1);
-  oom_sweep_ex(data, len, persistent, d_skip, windows[1], 1);
+  oom_sweep_ex(data, len, persistent, snapshot_skipped, NULL, 1);
+  oom_sweep_ex(data, len, persistent, snapshot_skipped, windows[1], 1);
 }
 
 static void test_pickle__oom_sweep(void **state) {
@@ -2052,8 +2045,7 @@ static void test_pickle__oom_sweep(void **state) {
   oom_sweep(buf, len, 0);
   oom_sweep(buf, len, 1);
   free(buf);
-  buf = read_file(dir, "../replay/decode-small.pickle", &len);
-  if (!buf) fail_msg("missing %s/../replay/decode-small.pickle", dir);
+  buf = read_decode_small(&len);
   oom_sweep(buf, len, 0);
   oom_sweep(buf, len, 1);
   free(buf);

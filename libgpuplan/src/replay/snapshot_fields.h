@@ -12,6 +12,8 @@
 #ifndef GPUPLAN_REPLAY_SNAPSHOT_FIELDS_H
 #define GPUPLAN_REPLAY_SNAPSHOT_FIELDS_H
 
+#include <string.h>
+
 #include "replay/pickle.h"
 
 static const char *const seg_fields[] = {"device", "is_expandable", "address", "total_size", "stream",
@@ -39,6 +41,17 @@ static const gpuplan__pickle_decode snapshot_decoded[] = {{"segments", 1, &seg_s
                                                           {"device_traces", 2, &event_schema},
                                                           {"external_annotations", 1, &ann_schema},
                                                           {NULL, 0, NULL}};
+
+/* The entry of snapshot_decoded whose key is the str k, or NULL (the
+ * tests' and fuzz targets' look-up; the loader marks keys itself). */
+static inline const gpuplan__pickle_decode *snapshot_decode_of(const gpuplan__pv *k) {
+  size_t i;
+  for (i = 0; k->type == GPUPLAN__PV_STR && snapshot_decoded[i].key; i++)
+    if (k->u.str.len == strlen(snapshot_decoded[i].key) &&
+        memcmp(k->u.str.s, snapshot_decoded[i].key, k->u.str.len) == 0)
+      return &snapshot_decoded[i];
+  return NULL;
+}
 
 /* What a replay never reads: the stack frames of every block and trace
  * event, most of a snapshot's bytes (see gpuplan__pickle_load_skip). */
