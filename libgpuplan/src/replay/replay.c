@@ -254,19 +254,42 @@ static size_t dict_count(const gpuplan__pv *v) {
   return v->type == GPUPLAN__PV_RECORDS ? v->u.rec.n : v->u.seq.n;
 }
 
-/* The fields f names of item i of such a list, in v (tmp holds the
- * integers of a record); -1 when the item is not a dict. */
-static inline int item_fields(fields *f, const gpuplan__pv *list, size_t i, const gpuplan__pv **v, gpuplan__pv *tmp) {
+/* The fields f names of item i of such a list: a record's own, or a
+ * dict's values found (fields_get) put in buf; NULL when the item is not a
+ * dict.  A field's value is r[k].v (NULL: missing); its integer, pf_int or
+ * pf_u64 (a record holds integers as &gpuplan__pf_int and r[k].i). */
+static inline const gpuplan__pfield *item_fields(fields *f, const gpuplan__pv *list, size_t i,
+                                                 gpuplan__pfield *buf) {
+  const gpuplan__pv *v[FIELDS_MAX];
+  size_t k;
   if (list->type == GPUPLAN__PV_RECORDS) {
-    const gpuplan__pfield *r = gpuplan__pv_record(list, i);
-    size_t k;
-    if (NEVER(list->u.rec.nf != f->n)) return -1;
-    for (k = 0; k < f->n; k++) v[k] = gpuplan__pf_value(&r[k], &tmp[k]);
-    return 0;
+    if (NEVER(list->u.rec.nf != f->n)) return NULL;
+    return gpuplan__pv_record(list, i);
   }
-  if (list->u.seq.items[i]->type != GPUPLAN__PV_DICT) return -1;
+  if (list->u.seq.items[i]->type != GPUPLAN__PV_DICT) return NULL;
   fields_get(f, list->u.seq.items[i], v);
-  return 0;
+  for (k = 0; k < f->n; k++) {
+    buf[k].v = v[k];
+    buf[k].i = 0;
+  }
+  return buf;
+}
+
+/* gpuplan__pv_int of a field. */
+static int pf_int(const gpuplan__pfield *r, int64_t *out) {
+  gpuplan__pv tmp;
+  return gpuplan__pv_int(gpuplan__pf_value(r, &tmp), out);
+}
+
+/* value_u64 of a field. */
+static inline int pf_u64(gpuplan_ctx *ctx, const gpuplan__pfield *r, const char *key, const char *what, size_t idx,
+                         uint64_t *out) {
+  gpuplan__pv tmp;
+  if (r->v == &gpuplan__pf_int && r->i >= 0) { /* (a record's integer: the usual case) */
+    *out = (uint64_t)r->i;
+    return GPUPLAN_OK;
+  }
+  return value_u64(ctx, gpuplan__pf_value(r, &tmp), key, what, idx, out);
 }
 
 static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t values, gpuplan_snapshot *s) {
@@ -332,12 +355,11 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     fields_init(&af, ann_fields);
     if (dict_list(ann))
       for (i = 0; i < dict_count(ann); i++) {
-        const gpuplan__pv *v[FIELDS_MAX];
-        gpuplan__pv tmp[FIELDS_MAX];
+        gpuplan__pfield buf[FIELDS_MAX];
+        const gpuplan__pfield *v = item_fields(&af, ann, i, buf);
         int64_t adev;
-        if (item_fields(&af, ann, i, v, tmp) != 0)
-          return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: external_annotations[%zu] is not a dict", i);
-        if (gpuplan__pv_int(v[0], &adev) == 0 && adev != device) continue;
+        if (!v) return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: external_annotations[%zu] is not a dict", i);
+        if (pf_int(&v[0], &adev) == 0 && adev != device) continue;
         s->facts.annotations++;
       }
   }
@@ -351,9 +373,9 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
   fields_init(&bf, block_fields);
   {
     for (i = 0; i < dict_count(segs); i++) {
-      const gpuplan__pv *v[FIELDS_MAX];
-      gpuplan__pv tmp[FIELDS_MAX];
-      if (item_fields(&sf, segs, i, v, tmp) == 0 && dict_list(v[SF_BLOCKS])) total += dict_count(v[SF_BLOCKS]);
+      gpuplan__pfield buf[FIELDS_MAX];
+      const gpuplan__pfield *v = item_fields(&sf, segs, i, buf);
+      if (v && dict_list(v[SF_BLOCKS].v)) total += dict_count(v[SF_BLOCKS].v);
       if (total > values)
         return gpuplan__error(ctx, GPUPLAN_EINVAL,
                               "snapshot: its segments or blocks are shared dicts (pickle memo references): "
@@ -366,22 +388,23 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
   s->segs = gpuplan__calloc(ctx, dict_count(segs) ? dict_count(segs) : 1, sizeof *s->segs);
   if (!s->segs) return gpuplan__nomem(ctx);
   for (i = 0; i < dict_count(segs); i++) {
-    const gpuplan__pv *blocks, *type, *v[FIELDS_MAX];
-    gpuplan__pv tmp[FIELDS_MAX];
+    const gpuplan__pv *blocks, *type;
+    gpuplan__pfield buf[FIELDS_MAX];
+    const gpuplan__pfield *v = item_fields(&sf, segs, i, buf);
     rseg *r;
     uint64_t at;
-    if (item_fields(&sf, segs, i, v, tmp) != 0)
-      return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu is not a dict", i);
-    if (gpuplan__pv_int(v[SF_DEVICE], &dev) == 0 && dev != device) continue;
+    if (!v) return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu is not a dict", i);
+    if (pf_int(&v[SF_DEVICE], &dev) == 0 && dev != device) continue;
     r = &s->segs[s->nsegs];
     {
       int64_t xv;
-      if (gpuplan__pv_int(v[SF_EXPANDABLE], &xv) == 0 && xv) s->facts.expandable_segments++, r->expandable = 1;
+      if (pf_int(&v[SF_EXPANDABLE], &xv) == 0 && xv) s->facts.expandable_segments++, r->expandable = 1;
     }
-    if (v[SF_POOL]) {
+    if (v[SF_POOL].v) {
       /* (0, 0): the default pool; anything else a MemPool or a CUDA
        * graph's private pool, whose blocks serve only that pool. */
-      const gpuplan__pv *pid = v[SF_POOL];
+      gpuplan__pv tmp;
+      const gpuplan__pv *pid = gpuplan__pf_value(&v[SF_POOL], &tmp);
       int64_t p0, p1;
       if ((pid->type != GPUPLAN__PV_TUPLE && pid->type != GPUPLAN__PV_LIST) || pid->u.seq.n != 2 ||
           gpuplan__pv_int(pid->u.seq.items[0], &p0) != 0 || gpuplan__pv_int(pid->u.seq.items[1], &p1) != 0)
@@ -402,16 +425,16 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
         if (!r->expandable) s->private_cudamalloc++;
       }
     }
-    GPUPLAN_TRY(value_u64(ctx, v[SF_ADDRESS], "address", "segment", i, &r->addr));
-    GPUPLAN_TRY(value_u64(ctx, v[SF_TOTAL_SIZE], "total_size", "segment", i, &r->size));
-    if (v[SF_STREAM]) GPUPLAN_TRY(value_u64(ctx, v[SF_STREAM], "stream", "segment", i, &r->stream));
-    type = v[SF_TYPE];
+    GPUPLAN_TRY(pf_u64(ctx, &v[SF_ADDRESS], "address", "segment", i, &r->addr));
+    GPUPLAN_TRY(pf_u64(ctx, &v[SF_TOTAL_SIZE], "total_size", "segment", i, &r->size));
+    if (v[SF_STREAM].v) GPUPLAN_TRY(pf_u64(ctx, &v[SF_STREAM], "stream", "segment", i, &r->stream));
+    type = v[SF_TYPE].v;
     r->small = gpuplan__pv_str(type) ? strcmp(gpuplan__pv_str(type), "small") == 0
                                      : r->size == KSMALL_BUFFER;
     s->nsegs++;
     if (r->size == 0 || r->addr + r->size < r->addr)
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: bad address/size", i);
-    blocks = v[SF_BLOCKS];
+    blocks = v[SF_BLOCKS].v;
     if (!dict_list(blocks))
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: no 'blocks' list", i);
     /* their room in s->blocks (counted above) */
@@ -421,25 +444,24 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     used += r->cap;
     at = r->addr;
     for (j = 0; j < dict_count(blocks); j++) {
-      const gpuplan__pv *bv[FIELDS_MAX];
-      gpuplan__pv btmp[FIELDS_MAX];
+      gpuplan__pfield bbuf[FIELDS_MAX];
+      const gpuplan__pfield *bv = item_fields(&bf, blocks, j, bbuf);
       rblock rb;
       const char *bstate;
       memset(&rb, 0, sizeof rb);
-      if (item_fields(&bf, blocks, j, bv, btmp) != 0)
-        return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu block %zu is not a dict", i, j);
-      GPUPLAN_TRY(value_u64(ctx, bv[BF_SIZE], "size", "block", j, &rb.size));
-      if (bv[BF_REQUESTED]) {
-        GPUPLAN_TRY(value_u64(ctx, bv[BF_REQUESTED], "requested_size", "block", j, &rb.requested));
+      if (!bv) return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu block %zu is not a dict", i, j);
+      GPUPLAN_TRY(pf_u64(ctx, &bv[BF_SIZE], "size", "block", j, &rb.size));
+      if (bv[BF_REQUESTED].v) {
+        GPUPLAN_TRY(pf_u64(ctx, &bv[BF_REQUESTED], "requested_size", "block", j, &rb.requested));
       } else {
         /* Older files: the request is the first entry of the block's
          * history ({real_size, frames}), as _memory_viz._block_extra_legacy. */
-        const gpuplan__pv *h = bv[BF_HISTORY];
+        const gpuplan__pv *h = bv[BF_HISTORY].v;
         if (h && h->type == GPUPLAN__PV_LIST && h->u.seq.n)
           GPUPLAN_TRY(field_u64(ctx, h->u.seq.items[0], "real_size", "block history", j, &rb.requested));
       }
       rb.addr = at; /* blocks tile the segment in address order */
-      bstate = gpuplan__pv_str(bv[BF_STATE]);
+      bstate = gpuplan__pv_str(bv[BF_STATE].v);
       rb.allocated = bstate && strcmp(bstate, "inactive") != 0;
       rb.pending = bstate && strcmp(bstate, "active_pending_free") == 0;
       if (rb.size == 0 || rb.addr + rb.size > r->addr + r->size || rb.addr + rb.size < rb.addr)
@@ -468,16 +490,19 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     const gpuplan__pv *act_pv[16];
     gpuplan_alloc_action act_of[16];
     size_t nact = 0, k;
-    s->ev = gpuplan__calloc(ctx, dict_count(tr) ? dict_count(tr) : 1, sizeof *s->ev);
+    /* (each event zeroed as it is filled: not the whole array first) */
+    if (dict_count(tr) > SIZE_MAX / sizeof *s->ev) return gpuplan__nomem(ctx);
+    s->ev = gpuplan__malloc(ctx, (dict_count(tr) ? dict_count(tr) : 1) * sizeof *s->ev);
     if (!s->ev) return gpuplan__nomem(ctx);
     fields_init(&ef, event_fields);
     for (i = 0; i < dict_count(tr); i++) {
-      const gpuplan__pv *v[FIELDS_MAX], *act;
-      gpuplan__pv tmp[FIELDS_MAX];
+      gpuplan__pfield buf[FIELDS_MAX];
+      const gpuplan__pfield *v = item_fields(&ef, tr, i, buf);
+      const gpuplan__pv *act;
       gpuplan_alloc_event *o = &s->ev[s->nev];
-      if (item_fields(&ef, tr, i, v, tmp) != 0)
-        return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: trace event %zu is not a dict", i);
-      act = v[EF_ACTION];
+      memset(o, 0, sizeof *o);
+      if (!v) return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: trace event %zu is not a dict", i);
+      act = v[EF_ACTION].v;
       for (k = 0; k < nact && act_pv[k] != act; k++) continue;
       if (k < nact) {
         o->action = act_of[k];
@@ -490,13 +515,13 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
         }
       }
       if (o->action == GPUPLAN_ACT_OOM) {
-        if (v[EF_DEVICE_FREE])
-          GPUPLAN_TRY(value_u64(ctx, v[EF_DEVICE_FREE], "device_free", "trace event", i, &o->device_free));
+        if (v[EF_DEVICE_FREE].v)
+          GPUPLAN_TRY(pf_u64(ctx, &v[EF_DEVICE_FREE], "device_free", "trace event", i, &o->device_free));
       } else if (o->action != GPUPLAN_ACT_SNAPSHOT) {
-        GPUPLAN_TRY(value_u64(ctx, v[EF_ADDR], "addr", "trace event", i, &o->addr));
+        GPUPLAN_TRY(pf_u64(ctx, &v[EF_ADDR], "addr", "trace event", i, &o->addr));
       }
-      GPUPLAN_TRY(value_u64(ctx, v[EF_SIZE], "size", "trace event", i, &o->size));
-      if (v[EF_STREAM]) GPUPLAN_TRY(value_u64(ctx, v[EF_STREAM], "stream", "trace event", i, &o->stream));
+      GPUPLAN_TRY(pf_u64(ctx, &v[EF_SIZE], "size", "trace event", i, &o->size));
+      if (v[EF_STREAM].v) GPUPLAN_TRY(pf_u64(ctx, &v[EF_STREAM], "stream", "trace event", i, &o->stream));
       s->nev++;
     }
   }
