@@ -258,14 +258,10 @@ static size_t dict_count(const gpuplan__pv *v) {
  * dict's values found (fields_get) put in buf; NULL when the item is not a
  * dict.  A field's value is r[k].v (NULL: missing); its integer, pf_int or
  * pf_u64 (a record holds integers as &gpuplan__pf_int and r[k].i). */
-static inline const gpuplan__pfield *item_fields(fields *f, const gpuplan__pv *list, size_t i,
-                                                 gpuplan__pfield *buf) {
+static const gpuplan__pfield *dict_fields(fields *f, const gpuplan__pv *list, size_t i, gpuplan__pfield *buf) {
   const gpuplan__pv *v[FIELDS_MAX];
   size_t k;
-  if (list->type == GPUPLAN__PV_RECORDS) {
-    if (NEVER(list->u.rec.nf != f->n)) return NULL;
-    return gpuplan__pv_record(list, i);
-  }
+  if (list->type == GPUPLAN__PV_RECORDS) return NULL; /* (NEVER: a record of another schema) */
   if (list->u.seq.items[i]->type != GPUPLAN__PV_DICT) return NULL;
   fields_get(f, list->u.seq.items[i], v);
   for (k = 0; k < f->n; k++) {
@@ -275,6 +271,12 @@ static inline const gpuplan__pfield *item_fields(fields *f, const gpuplan__pv *l
   return buf;
 }
 
+static inline const gpuplan__pfield *item_fields(fields *f, const gpuplan__pv *list, size_t i,
+                                                 gpuplan__pfield *buf) {
+  if (list->type == GPUPLAN__PV_RECORDS && !NEVER(list->u.rec.nf != f->n)) return gpuplan__pv_record(list, i);
+  return dict_fields(f, list, i, buf);
+}
+
 /* gpuplan__pv_int of a field. */
 static int pf_int(const gpuplan__pfield *r, int64_t *out) {
   gpuplan__pv tmp;
@@ -282,14 +284,19 @@ static int pf_int(const gpuplan__pfield *r, int64_t *out) {
 }
 
 /* value_u64 of a field. */
+static int pf_u64_value(gpuplan_ctx *ctx, const gpuplan__pfield *r, const char *key, const char *what, size_t idx,
+                        uint64_t *out) {
+  gpuplan__pv tmp;
+  return value_u64(ctx, gpuplan__pf_value(r, &tmp), key, what, idx, out);
+}
+
 static inline int pf_u64(gpuplan_ctx *ctx, const gpuplan__pfield *r, const char *key, const char *what, size_t idx,
                          uint64_t *out) {
-  gpuplan__pv tmp;
   if (r->v == &gpuplan__pf_int && r->i >= 0) { /* (a record's integer: the usual case) */
     *out = (uint64_t)r->i;
     return GPUPLAN_OK;
   }
-  return value_u64(ctx, gpuplan__pf_value(r, &tmp), key, what, idx, out);
+  return pf_u64_value(ctx, r, key, what, idx, out);
 }
 
 static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t values, gpuplan_snapshot *s) {
