@@ -502,6 +502,87 @@ static void test_replay__m2_rebuild_linear_whatever_the_order(void **state) {
     fail_msg("%zu blocks: %.3f s ascending, %.3f s descending, %.3f s shuffled", n, asc, desc, shuf);
 }
 
+/* One segment for gen_best_fit: blocks of (MiB, allocated), on stream. */
+static void gen_seg(pk *b, uint64_t addr, uint64_t stream, const int (*blk)[2], size_t n) {
+  uint64_t total = 0;
+  size_t i;
+  for (i = 0; i < n; i++) total += (uint64_t)blk[i][0] << 20;
+  pk_put(b, "}(", 2);
+  pk_kv_int(b, "device", 0);
+  pk_kv_int(b, "address", addr);
+  pk_kv_int(b, "total_size", total);
+  pk_kv_int(b, "stream", stream);
+  pk_kv_str(b, "segment_type", "large");
+  pk_str(b, "blocks");
+  pk_put(b, "](", 2);
+  for (i = 0; i < n; i++) {
+    pk_put(b, "}(", 2);
+    pk_kv_int(b, "size", (uint64_t)blk[i][0] << 20);
+    pk_kv_int(b, "requested_size", blk[i][1] ? (uint64_t)blk[i][0] << 20 : 0);
+    pk_kv_str(b, "state", blk[i][1] ? "active_allocated" : "inactive");
+    pk_op(b, 'u');
+  }
+  pk_put(b, "eu", 2);
+}
+
+/* The start a replay installs has its free blocks in the pool's order,
+ * (stream, size, address), however install meets them.  The segment at
+ * 0x7f0002000000 (stream 0) ends as
+ *     6 MiB free | 4 alloc | 3 alloc (C) | 4 alloc | 3 free (E) | 4 alloc
+ * after one event, the 3 MiB allocation of C, so it starts with C free.
+ * Best fit (get_free_block: the first free block not below (stream, 3 MiB,
+ * 0)) is C: the 6 MiB block comes first by address, E has C's size at a
+ * higher address.  With other_stream, a segment of stream 1 below it
+ * holds a free 3 MiB block that comes first by address, and a stream-0
+ * request must not take it.  Any other choice splits or takes another
+ * block, and the replay diverges at event 0. */
+static void gen_best_fit(pk *b, int other_stream) {
+  static const int main_seg[][2] = {{6, 0}, {4, 1}, {3, 1}, {4, 1}, {3, 0}, {4, 1}};
+  static const int low_seg[][2] = {{3, 0}, {4, 1}};
+  const uint64_t low = 0x7f0000000000ull, base = 0x7f0002000000ull, c = base + (10ull << 20);
+  b->n = 0;
+  pk_put(b, "\x80\x02}(", 4);
+  pk_str(b, "segments");
+  pk_op(b, ']');
+  pk_op(b, '(');
+  if (other_stream) gen_seg(b, low, 1, low_seg, 2);
+  gen_seg(b, base, 0, main_seg, 6);
+  pk_op(b, 'e');
+  pk_str(b, "device_traces");
+  pk_put(b, "](](", 4);
+  pk_put(b, "}(", 2);
+  pk_kv_str(b, "action", "alloc");
+  pk_kv_int(b, "addr", c);
+  pk_kv_int(b, "size", 3ull << 20);
+  pk_kv_int(b, "stream", 0);
+  pk_op(b, 'u');
+  pk_put(b, "eeu.", 4);
+}
+
+static void test_replay__start_pools_in_best_fit_order(void **state) {
+  int other;
+  (void)state;
+  for (other = 0; other < 2; other++) {
+    pk b = {NULL, 0, 0};
+    counting cnt;
+    gpuplan_ctx *ctx;
+    gpuplan_snapshot *s = NULL;
+    gpuplan_replay_result r;
+    gen_best_fit(&b, other);
+    counting_init(&cnt);
+    ctx = counting_ctx(&cnt);
+    assert_int_equal(gpuplan_snapshot_load_buffer(ctx, b.p, b.n, 0, &s), GPUPLAN_OK);
+    assert_int_equal(gpuplan_snapshot_replay(ctx, s, NULL, &r), GPUPLAN_OK);
+    if (!r.exact) fail_msg("other stream %d: diverges at %zu: %s", other, r.diverged_at, r.divergence);
+    assert_true(r.rebuilt_start);
+    assert_int_equal(r.allocs, 1);
+    assert_int_equal(r.segment_allocs, 0);
+    gpuplan_snapshot_free(s);
+    counting_done(&cnt, ctx);
+    free(b.p);
+  }
+}
+
 /* M1: a snapshot whose segments share one dict (pickle memo references)
  * is refused before it is expanded (was: a 40 KB file took 30 s and
  * 3.16 GB). */
@@ -987,6 +1068,7 @@ int main(void) {
     cmocka_unit_test(test_replay__al5_dropped_start_segments_are_said),
     cmocka_unit_test(test_replay__m1_shared_dicts_are_refused),
     cmocka_unit_test(test_replay__m2_rebuild_linear_whatever_the_order),
+    cmocka_unit_test(test_replay__start_pools_in_best_fit_order),
     cmocka_unit_test(test_replay__l11_own_snapshots_read_back),
     cmocka_unit_test(test_replay__l6_bad_files_are_named),
     cmocka_unit_test(test_replay__expandable_exact),
