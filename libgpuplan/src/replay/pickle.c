@@ -1901,6 +1901,84 @@ static int dfield_at(const loader *l, size_t sl, const gpuplan__pickle_schema *s
 
 static int dlist(loader *l, const gpuplan__pickle_schema *sc, size_t lvl, gpuplan__pv **out);
 
+/* The pairs at pos of a dict of level lvl (after its MARK, f its record)
+ * that repeat, place by place, what the pairs of the dicts before it were:
+ * each key the GET whose bytes the place's template holds (still the same
+ * memo entry: memo_gen), and its value an integer for a field of kind INT
+ * or a key not kept, a memo reference for a field of kind VALUE, or (a key
+ * to skip) a memo reference ending the dict, with no PUT after either.
+ * They are run here with only the checks these need: the values count
+ * once (two a pair), 32 bytes left for each pair (else the window's end is
+ * near: drecord's helpers), and any other opcode, a PUT included, ends the
+ * run at the start of its pair, which drecord then runs as before (the
+ * pair is read again from its key: nothing of it was kept).  Returns the
+ * pairs run; l->pos is after them. */
+static size_t drec_fast(loader *l, const gpuplan__pickle_schema *sc, size_t lvl, gpuplan__pfield *f) {
+  const unsigned char *const buf = l->buf;
+  const unsigned char *const kinds = sc->kinds;
+  const struct dkt *const kt = l->kt[lvl];
+  const uint64_t gen = l->memo_gen;
+  const size_t lim = l->len > 32 ? l->len - 32 : 0, room = (l->lim.max_items - l->pushes) / 2;
+  const size_t np = room < KT_PAIRS ? room : KT_PAIRS;
+  size_t pos = l->pos, pi, nskip = 0;
+  for (pi = 0; pi < np; pi++) {
+    const struct dkt *const t = &kt[pi];
+    const size_t p0 = pos;
+    size_t w, idx;
+    int64_t iv;
+    int k;
+    if (pos >= lim || !t->w || t->gen != gen || (le64(buf + pos) & t->mask) != t->pat) break;
+    pos += t->w;
+    k = t->k;
+    switch (buf[pos]) {
+    case OP_BININT1: iv = buf[pos + 1], w = 2; goto integer;
+    case OP_BININT2: iv = buf[pos + 1] | buf[pos + 2] << 8, w = 3; goto integer;
+    case OP_BININT: iv = (int32_t)le32(buf + pos + 1), w = 5; goto integer;
+    case OP_LONG1:
+      if (buf[pos + 1] > 8) goto bail;
+      iv = long1(buf + pos + 2, buf[pos + 1]), w = 2 + (size_t)buf[pos + 1];
+    integer:
+      if (dput_op(buf[pos + w])) goto bail;
+      if (k >= 0) {
+        if (kinds[k] != GPUPLAN__PF_INT) goto bail;
+        f[k].v = &gpuplan__pf_int;
+        f[k].i = iv;
+      } else if (k == FK_SKIP) {
+        nskip++;
+      }
+      pos += w;
+      continue;
+    case OP_BINGET: w = 2, idx = buf[pos + 1]; break;
+    case OP_LONG_BINGET: w = 5, idx = le32(buf + pos + 1); break;
+    default: goto bail;
+    }
+    /* a memo reference */
+    if (!memo_has(l, idx) || dput_op(buf[pos + w])) goto bail;
+    if (k >= 0) {
+      const gpuplan__pv *v = l->memo[idx];
+      if (kinds[k] != GPUPLAN__PF_VALUE || v->type == GPUPLAN__PV_SKIPPED) goto bail;
+      f[k].v = v;
+      f[k].i = 0;
+    } else if (k == FK_SKIP && buf[pos + w] == OP_SETITEMS) {
+      nskip++;
+    } else {
+      goto bail;
+    }
+    pos += w;
+    continue;
+  bail:
+    pos = p0;
+    break;
+  }
+  if (pi) {
+    l->pushes += 2 * pi;
+    l->nskipped += nskip;
+    l->pos = pos;
+    l->str_end = SIZE_MAX;
+  }
+  return pi;
+}
+
 /* A dict at pos (EMPTY_DICT), as record *n of level lvl.  The common
  * opcodes (its PUT and MARK, memo references as keys and values, integers
  * without PUTs, a key to skip holding a memo reference that ends the dict)
@@ -1963,7 +2041,11 @@ static int drecord(loader *l, const gpuplan__pickle_schema *sc, size_t sl, size_
     f = l->rbuf + *n * nf;
   }
   for (pi = 0; pi < nf; pi++) f[pi].v = NULL;
-  for (pi = 0;; pi++) {
+  /* the pairs that repeat the dicts' before it, then the rest */
+  SYNC();
+  pi = drec_fast(l, sc, lvl, f);
+  LOAD();
+  for (;; pi++) {
     gpuplan__pv *key, *v;
     size_t w, idx;
     int64_t iv;
