@@ -340,13 +340,14 @@ static int64_t to_signed(uint64_t u) {
 
 /* LONG1's integer of w <= 8 bytes at p, where 8 bytes can be read. */
 static inline int64_t long1(const unsigned char *p, size_t w) {
-  uint64_t u = le64(p);
+  unsigned sh;
+  uint64_t u, sign;
   if (w == 0) return 0;
-  if (w < 8) { /* the w low bytes, sign-extended */
-    u &= ~(uint64_t)0 >> (64 - 8 * w);
-    if ((u >> (8 * w - 1)) & 1u) u |= ~(uint64_t)0 << (8 * w);
-  }
-  return to_signed(u);
+  /* the w low bytes, sign-extended: (u ^ sign) - sign, sign its top bit */
+  sh = 64u - 8u * (unsigned)w;
+  u = le64(p) << sh >> sh;
+  sign = (uint64_t)1 << (63 - sh);
+  return to_signed((u ^ sign) - sign);
 }
 
 /* Whether the opcode c PUTs (or is a FRAME, which may come before one). */
