@@ -15,8 +15,11 @@
  * few events from tests/data/replay), which bounds the rate of a short
  * trace whatever the parser does.  Each figure is the fastest of several repetitions
  * (the median is printed beside it), so that a loaded machine shows its
- * quiet moments.  Prints rates and ratios to the budgets, and the slowest
- * trace of each; asserts nothing about time.
+ * quiet moments; the repetitions of a figure are taken in ROUNDS rounds
+ * over all the traces, seconds apart, so that one burst of a neighbour's
+ * load does not spoil every repetition of one figure.  Prints rates and
+ * ratios to the budgets, and the slowest trace of each; asserts nothing
+ * about time.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -30,8 +33,9 @@
 #define REPLAY_BUDGET 10e6 /* events/s */
 #define LOAD_REPLAY_BUDGET 3e6
 #define MAX_REPS 4000
-#define MIN_REPS 7
-#define TIME_PER_FIGURE 0.4 /* seconds */
+#define ROUNDS 3
+#define MIN_REPS 3          /* a round's, for each figure */
+#define TIME_PER_FIGURE 0.4 /* seconds, over all rounds */
 
 typedef struct timing {
   double t[MAX_REPS];
@@ -53,8 +57,6 @@ static double t_median(timing *t) {
   return t->t[t->n / 2];
 }
 
-/* Whether another repetition is wanted: at least MIN_REPS, then until
- * TIME_PER_FIGURE seconds have passed. */
 /* A host allocator that keeps the peak of what is held. */
 typedef struct peak_count {
   size_t cur, peak;
@@ -97,15 +99,18 @@ static size_t load_peak(const char *path) {
   return c.peak - base;
 }
 
-static int more(const timing *t, double started) {
-  return t->n < MIN_REPS || (t->n < MAX_REPS && now() - started < TIME_PER_FIGURE);
+/* Whether another repetition is wanted in this round (n0 of t's were
+ * taken before it): at least MIN_REPS, then until the round's share of
+ * TIME_PER_FIGURE has passed, and no more than its share of MAX_REPS. */
+static int more(const timing *t, size_t n0, double started) {
+  return t->n - n0 < MAX_REPS / ROUNDS && (t->n - n0 < MIN_REPS || now() - started < TIME_PER_FIGURE / ROUNDS);
 }
 
-/* Load + exact replay + free of path, repeated into *t; 0, or 1 with a
- * message when it fails or does not replay exactly. */
+/* Load + exact replay + free of path, repeated (a round's) into *t; 0, or
+ * 1 with a message when it fails or does not replay exactly. */
 static int time_load_replay(gpuplan_ctx *ctx, const char *path, timing *t) {
   double t0, started = now();
-  t->n = 0;
+  const size_t n0 = t->n;
   do {
     gpuplan_snapshot *s;
     gpuplan_replay_result r;
@@ -121,7 +126,66 @@ static int time_load_replay(gpuplan_ctx *ctx, const char *path, timing *t) {
     }
     gpuplan_snapshot_free(s);
     t->t[t->n++] = now() - t0;
-  } while (more(t, started));
+  } while (more(t, n0, started));
+  return 0;
+}
+
+/* A trace's repetitions, figure by figure, over the rounds. */
+typedef struct trace_times {
+  timing load, lr, rep, whatif;
+} trace_times;
+
+/* One round of the figures of the trace at path into *tt; 0, or 1 with a
+ * message. */
+static int round_of(gpuplan_ctx *ctx, const char *path, trace_times *tt) {
+  gpuplan_snapshot *s;
+  gpuplan_replay_result r;
+  gpuplan_replay_options w = GPUPLAN_REPLAY_OPTIONS_INIT;
+  double t0, started;
+  size_t n0;
+
+  /* The load alone. */
+  n0 = tt->load.n;
+  started = now();
+  do {
+    t0 = now();
+    if (gpuplan_snapshot_load(ctx, path, 0, &s)) {
+      fprintf(stderr, "bench_replay: %s: %s\n", path, gpuplan_errmsg(ctx));
+      return 1;
+    }
+    tt->load.t[tt->load.n++] = now() - t0;
+    gpuplan_snapshot_free(s);
+  } while (more(&tt->load, n0, started));
+
+  /* Load + exact replay (+ free), as the CLI does it. */
+  if (time_load_replay(ctx, path, &tt->lr)) return 1;
+
+  /* The exact replay of a loaded snapshot. */
+  if (gpuplan_snapshot_load(ctx, path, 0, &s)) return 1;
+  n0 = tt->rep.n;
+  started = now();
+  do {
+    t0 = now();
+    if (gpuplan_snapshot_replay(ctx, s, NULL, &r) || !r.exact) {
+      gpuplan_snapshot_free(s);
+      return 1;
+    }
+    tt->rep.t[tt->rep.n++] = now() - t0;
+  } while (more(&tt->rep, n0, started));
+
+  /* What-if under expandable segments. */
+  w.alloc_conf = "expandable_segments:True";
+  n0 = tt->whatif.n;
+  started = now();
+  do {
+    t0 = now();
+    if (gpuplan_snapshot_replay(ctx, s, &w, &r)) {
+      gpuplan_snapshot_free(s);
+      return 1;
+    }
+    tt->whatif.t[tt->whatif.n++] = now() - t0;
+  } while (more(&tt->whatif, n0, started));
+  gpuplan_snapshot_free(s);
   return 0;
 }
 
@@ -130,27 +194,19 @@ int main(int argc, char **argv) {
                                 "cs336-small-forward.pickle",  "cs336-ctx128-forward.pickle",
                                 "cs336-ctx256-forward.pickle", "cs336-2.7b-forward.pickle",
                                 "cs336-newest-format.pickle"};
+  enum { NFILES = sizeof files / sizeof files[0] };
   const char *dir = argc > 1 ? argv[1] : "tests/data/torch-snapshots";
   double slow_rate = 1e30, slow_lr = 1e30;
   const char *slow_rate_file = NULL, *slow_lr_file = NULL;
+  static trace_times tt[NFILES];
   static timing t;
-  size_t f;
+  long bytes[NFILES];
+  size_t f, round;
   gpuplan_ctx *ctx;
   if (gpuplan_ctx_new(&ctx, NULL)) return 1;
-  printf("snapshot replay, events/s (fastest of >= %d runs; median in brackets)\n", MIN_REPS);
-  printf("  budgets: exact replay %.0f M/s, load + replay %.0f M/s\n", REPLAY_BUDGET / 1e6,
-         LOAD_REPLAY_BUDGET / 1e6);
-  printf("  %-28s %6s %6s  %-29s  %-29s  %8s  %9s  %s\n", "trace", "events", "MB", "exact replay M/s (x budget)",
-         "load+replay M/s (x budget)", "what-if", "load MB/s", "peak/file");
-  for (f = 0; f < sizeof files / sizeof files[0]; f++) {
+  for (f = 0; f < NFILES; f++) {
     char path[1024];
-    gpuplan_snapshot *s;
-    gpuplan_replay_result r;
-    gpuplan_replay_options w = GPUPLAN_REPLAY_OPTIONS_INIT;
-    double t0, started, rate, rate_med, lr, lr_med, wrate, load;
-    size_t ev;
     FILE *fp;
-    long bytes;
     snprintf(path, sizeof path, "%s/%s", dir, files[f]);
     if (!(fp = fopen(path, "rb"))) {
       fprintf(stderr, "bench_replay: %s not found (vendored in tests/data/torch-snapshots)\n", path);
@@ -158,59 +214,45 @@ int main(int argc, char **argv) {
       return 1;
     }
     fseek(fp, 0, SEEK_END);
-    bytes = ftell(fp);
+    bytes[f] = ftell(fp);
     fclose(fp);
-
-    /* The load alone. */
-    t.n = 0;
-    started = now();
-    do {
-      t0 = now();
-      if (gpuplan_snapshot_load(ctx, path, 0, &s)) {
-        fprintf(stderr, "bench_replay: %s: %s\n", path, gpuplan_errmsg(ctx));
+  }
+  for (round = 0; round < ROUNDS; round++)
+    for (f = 0; f < NFILES; f++) {
+      char path[1024];
+      snprintf(path, sizeof path, "%s/%s", dir, files[f]);
+      if (round_of(ctx, path, &tt[f])) {
+        fprintf(stderr, "bench_replay: %s fails or does not replay exactly\n", path);
+        gpuplan_ctx_free(ctx);
         return 1;
       }
-      t.t[t.n++] = now() - t0;
-      gpuplan_snapshot_free(s);
-    } while (more(&t, started));
-    load = (double)bytes / t_min(&t) / 1e6;
-
-    /* Load + exact replay (+ free), as the CLI does it. */
-    if (time_load_replay(ctx, path, &t)) return 1;
-
+    }
+  printf("snapshot replay, events/s (fastest of >= %d runs in %d rounds; median in brackets)\n",
+         MIN_REPS * ROUNDS, ROUNDS);
+  printf("  budgets: exact replay %.0f M/s, load + replay %.0f M/s\n", REPLAY_BUDGET / 1e6,
+         LOAD_REPLAY_BUDGET / 1e6);
+  printf("  %-28s %6s %6s  %-29s  %-29s  %8s  %9s  %s\n", "trace", "events", "MB", "exact replay M/s (x budget)",
+         "load+replay M/s (x budget)", "what-if", "load MB/s", "peak/file");
+  for (f = 0; f < NFILES; f++) {
+    char path[1024];
+    gpuplan_snapshot *s;
+    double rate, rate_med, lr, lr_med, wrate, load;
+    size_t ev;
+    snprintf(path, sizeof path, "%s/%s", dir, files[f]);
     if (gpuplan_snapshot_load(ctx, path, 0, &s)) return 1;
     ev = gpuplan_snapshot_event_count(s);
-    lr = (double)ev / t_min(&t);
-    lr_med = (double)ev / t_median(&t);
-
-    /* The exact replay of a loaded snapshot. */
-    t.n = 0;
-    started = now();
-    do {
-      t0 = now();
-      if (gpuplan_snapshot_replay(ctx, s, NULL, &r) || !r.exact) return 1;
-      t.t[t.n++] = now() - t0;
-    } while (more(&t, started));
-    rate = (double)ev / t_min(&t);
-    rate_med = (double)ev / t_median(&t);
-
-    /* What-if under expandable segments. */
-    w.alloc_conf = "expandable_segments:True";
-    t.n = 0;
-    started = now();
-    do {
-      t0 = now();
-      if (gpuplan_snapshot_replay(ctx, s, &w, &r)) return 1;
-      t.t[t.n++] = now() - t0;
-    } while (more(&t, started));
-    wrate = (double)ev / t_min(&t);
     gpuplan_snapshot_free(s);
-
+    load = (double)bytes[f] / t_min(&tt[f].load) / 1e6;
+    lr = (double)ev / t_min(&tt[f].lr);
+    lr_med = (double)ev / t_median(&tt[f].lr);
+    rate = (double)ev / t_min(&tt[f].rep);
+    rate_med = (double)ev / t_median(&tt[f].rep);
+    wrate = (double)ev / t_min(&tt[f].whatif);
     if (rate < slow_rate) slow_rate = rate, slow_rate_file = files[f];
     if (lr < slow_lr) slow_lr = lr, slow_lr_file = files[f];
     printf("  %-28s %6zu %6.2f  %6.2f (%6.2f) = %5.2fx      %6.2f (%6.2f) = %5.2fx      %6.2f M/s  %9.1f  %8.2fx\n",
-           files[f], ev, (double)bytes / 1e6, rate / 1e6, rate_med / 1e6, rate / REPLAY_BUDGET, lr / 1e6,
-           lr_med / 1e6, lr / LOAD_REPLAY_BUDGET, wrate / 1e6, load, (double)load_peak(path) / (double)bytes);
+           files[f], ev, (double)bytes[f] / 1e6, rate / 1e6, rate_med / 1e6, rate / REPLAY_BUDGET, lr / 1e6,
+           lr_med / 1e6, lr / LOAD_REPLAY_BUDGET, wrate / 1e6, load, (double)load_peak(path) / (double)bytes[f]);
   }
   {
     /* The fixed cost of a load + replay (open, read, set up the loader,
@@ -221,7 +263,9 @@ int main(int argc, char **argv) {
     double floor_s;
     size_t ev;
     snprintf(path, sizeof path, "%s/../replay/private-pool.pickle", dir);
-    if (time_load_replay(ctx, path, &t)) return 1;
+    t.n = 0;
+    for (round = 0; round < ROUNDS; round++)
+      if (time_load_replay(ctx, path, &t)) return 1;
     if (gpuplan_snapshot_load(ctx, path, 0, &s)) return 1;
     ev = gpuplan_snapshot_event_count(s);
     gpuplan_snapshot_free(s);
