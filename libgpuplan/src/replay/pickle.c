@@ -1100,6 +1100,74 @@ HOT size_t push_room(const loader *l, size_t sp, size_t pushes) {
   return stack < limit ? stack : limit;
 }
 
+/* A new stack frame's dict at pos, the form torch pickles one in:
+ * EMPTY_DICT, its MEMOIZE, MARK, up to FRAME_PAIRS pairs (a key that is a
+ * memo reference; a str and its MEMOIZE, a str, a memo reference or a
+ * BININT1/BININT2/BININT, with no other PUT after it), SETITEMS.  Returns
+ * the pairs (0: not of that form, or a memo entry or the store might have
+ * to grow for it, which skip_hot's MEMOIZE case leaves to memo_put) and
+ * fills f with where its strs lie, for skip_hot to run it in one step as
+ * its cases run it opcode by opcode. */
+#define FRAME_PAIRS 4
+typedef struct frame_form {
+  size_t end;                      /* after its SETITEMS */
+  size_t nstr, str_at[FRAME_PAIRS], str_end[FRAME_PAIRS];
+  unsigned char str_memo[FRAME_PAIRS]; /* the str is MEMOIZEd */
+} frame_form;
+
+static size_t frame_dict(const loader *l, size_t pos, frame_form *f) {
+  const unsigned char *const buf = l->buf;
+  const size_t len = l->len;
+  size_t p = pos + 3, pairs = 0, nmemo = 1, sbytes = 0, idx;
+  if (len - pos < 16 || buf[pos + 1] != OP_MEMOIZE || buf[pos + 2] != OP_MARK) return 0;
+  f->nstr = 0;
+  for (;;) {
+    if (len - p < 8) return 0;
+    if (buf[p] == OP_SETITEMS) break;
+    if (pairs == FRAME_PAIRS) return 0;
+    /* the key */
+    if (buf[p] == OP_BINGET) idx = buf[p + 1], p += 2;
+    else if (buf[p] == OP_LONG_BINGET) idx = le32(buf + p + 1), p += 5;
+    else return 0;
+    if (!memo_has(l, idx) || len - p < 8) return 0;
+    /* its value */
+    switch (buf[p]) {
+    case OP_SHORT_BINUNICODE: {
+      const size_t n = 2 + (size_t)buf[p + 1];
+      if (n >= len - p) return 0;
+      f->str_at[f->nstr] = p;
+      p += n;
+      f->str_end[f->nstr] = p;
+      f->str_memo[f->nstr] = buf[p] == OP_MEMOIZE;
+      if (buf[p] == OP_MEMOIZE) p++, nmemo++, sbytes += n;
+      f->nstr++;
+      break;
+    }
+    case OP_BINGET: idx = buf[p + 1], p += 2; goto ref;
+    case OP_LONG_BINGET: idx = le32(buf + p + 1), p += 5;
+    ref:
+      if (!memo_has(l, idx)) return 0;
+      break;
+    case OP_BININT1: p += 2; break;
+    case OP_BININT2: p += 3; break;
+    case OP_BININT: p += 5; break;
+    default: return 0;
+    }
+    if (p >= len || dput_op(buf[p])) return 0;
+    pairs++;
+  }
+  /* Room for every entry as memo_ready has it, with margins: the memo, the
+   * stand-ins' offsets, and where the window moves on the store for the
+   * strs' opcodes and offsets that fit 32 bits (lazy_where). */
+  if (l->memo_len + nmemo > l->memo_cap || l->memo_len + nmemo > l->total) return 0;
+  if (sbytes) {
+    if (!l->moff || l->moff_cap < l->memo_cap) return 0;
+    if (l->rd ? l->store_cap - l->store_len < sbytes || l->store_len + sbytes > UINT32_MAX : p > UINT32_MAX) return 0;
+  }
+  f->end = p + 1;
+  return pairs;
+}
+
 /* The skip machine's common opcodes (those a frame's dict and a frames
  * list are made of), run with the machine's state in locals, inside the
  * skipped value's own marks.  Each does exactly what skip_value's loop
@@ -1165,8 +1233,28 @@ static int skip_hot(loader *l, size_t base, size_t m0) {
       l->str_end = pos;
       l->str_stored = SIZE_MAX;
       break;
+    case OP_EMPTY_DICT: {
+      /* A new frame's dict: its opcodes as the cases below run them (the
+       * dict pushed and memoized, MARK, its pairs pushed, each MEMOIZEd
+       * str recorded as the MEMOIZE case records it, SETITEMS), in one. */
+      frame_form f;
+      size_t pairs, j;
+      if (nmarks < mcap && room >= 1 + 2 * FRAME_PAIRS && (pairs = frame_dict(l, pos, &f))) {
+        stack[sp++] = lzdict;
+        memo_set(l, l->memo_len, lzdict, 0, pos + 2);
+        for (j = 0; j < f.nstr; j++) {
+          l->str_at = f.str_at[j];
+          l->str_end = f.str_end[j];
+          l->str_stored = SIZE_MAX;
+          if (f.str_memo[j]) memo_set(l, l->memo_len, scalar, memo_lazy(l, scalar, f.str_end[j]), f.str_end[j] + 1);
+        }
+        pushes += 1 + 2 * pairs, room -= 1 + 2 * pairs;
+        pos = f.end;
+        break;
+      }
+    }
+      /* fall through */
     case OP_EMPTY_LIST:
-    case OP_EMPTY_DICT:
       if (!room) goto out;
       stack[sp++] = buf[pos] == OP_EMPTY_LIST ? lzlist : lzdict;
       pushes++, room--;
