@@ -170,6 +170,8 @@ int gpuplan__pool_insert(gpuplan_cachealloc *a, gpuplan__pool *p, gpuplan__blk *
  * hash and counted as alloc_found_block counts one (oversize included). */
 int gpuplan__install_live(gpuplan_cachealloc *a, gpuplan__blk *b);
 void gpuplan__pool_remove(gpuplan__pool *p, gpuplan__blk *b);
+/* gpuplan__pool_remove of b where the caller found it: at index i. */
+void gpuplan__pool_remove_at(gpuplan__pool *p, size_t i, gpuplan__blk *b);
 /* The unmapped set: first range not below (stream, addr); insert, remove. */
 size_t gpuplan__pool_ulower(const gpuplan__pool *p, uint64_t stream, uint64_t addr);
 int gpuplan__pool_uinsert(gpuplan_cachealloc *a, gpuplan__pool *p, gpuplan__blk *b);

@@ -222,7 +222,7 @@ static gpuplan__blk *get_free_block(gpuplan_cachealloc *a, gpuplan__pool *p, uin
   }
   if (size < M && b->size >= M) return NULL;
   if (size >= M && b->size >= size + a->conf.max_non_split_rounding) return NULL;
-  gpuplan__pool_remove(p, b);
+  gpuplan__pool_remove_at(p, i, b); /* (found at i: not searched for again) */
   return b;
 }
 

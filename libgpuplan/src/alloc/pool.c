@@ -59,7 +59,10 @@ int gpuplan__pool_insert(gpuplan_cachealloc *a, gpuplan__pool *p, gpuplan__blk *
 }
 
 void gpuplan__pool_remove(gpuplan__pool *p, gpuplan__blk *b) {
-  size_t i = gpuplan__pool_lower_bound(p, b->stream, b->size, b->addr);
+  gpuplan__pool_remove_at(p, gpuplan__pool_lower_bound(p, b->stream, b->size, b->addr), b);
+}
+
+void gpuplan__pool_remove_at(gpuplan__pool *p, size_t i, gpuplan__blk *b) {
   if (NEVER(i >= p->n || p->v[i] != b)) return;
   parr_erase(p->v, &p->n, i);
 }
