@@ -1915,7 +1915,7 @@ static int final_run(const rseg *f, size_t *k, uint64_t *addr, uint64_t *size, i
 static int same_final(const gpuplan_cachealloc *a, const gpuplan_snapshot *s) {
   gpuplan__layout_it it;
   uint64_t addr, size;
-  size_t n = 0;
+  size_t n = 0, last = 0;
   int exp;
   memset(&it, 0, sizeof it);
   while (gpuplan__alloc_next_segment(a, &it, &addr, &size, &exp)) {
@@ -1923,11 +1923,19 @@ static int same_final(const gpuplan_cachealloc *a, const gpuplan_snapshot *s) {
     const rseg *f;
     int allocated;
     if (exp || ++n > s->nsegs) return 0;
-    while (lo < hi) { /* the file's segments are sorted by address */
-      size_t mid = lo + (hi - lo) / 2;
-      if (s->segs[mid].addr < addr) lo = mid + 1;
-      else hi = mid;
+    if (last > 0 && s->segs[last - 1].addr == addr) {
+      /* (the one below the last: the allocator lists the segments it was
+       * given newest first, so those of the start come in descending
+       * address order) */
+      lo = last - 1;
+    } else {
+      while (lo < hi) { /* the file's segments are sorted by address */
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->segs[mid].addr < addr) lo = mid + 1;
+        else hi = mid;
+      }
     }
+    last = lo;
     if (lo == s->nsegs || (f = &s->segs[lo])->addr != addr || f->size != size) return 0;
     while (gpuplan__alloc_next_block(&it, &addr, &size, &allocated)) {
       uint64_t fa, fs;
