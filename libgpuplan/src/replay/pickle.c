@@ -1365,6 +1365,23 @@ static size_t ref_run(loader *l, size_t *end) {
   return cnt;
 }
 
+/* Push the first cnt references of the run at pos (ref_run found them all
+ * set; the stack has room for them), as the skip machine pushes memo
+ * references, and count them. */
+static void push_refs(loader *l, size_t cnt) {
+  const unsigned char *const buf = l->buf;
+  gpuplan__pv **const stack = l->stack, **const memo = l->memo;
+  size_t pos = l->pos, sp = l->sp, i;
+  for (i = 0; i < cnt; i++) {
+    size_t wide = (buf[pos] >> 1) & 1u, idx = wide ? le32(buf + pos + 1) : buf[pos + 1];
+    stack[sp++] = memo[idx];
+    pos += 2 + 3 * wide;
+  }
+  l->pos = pos;
+  l->sp = sp;
+  l->pushes += cnt;
+}
+
 /* Called with the key on top: the value is built at stack[base]. */
 static int skip_value(loader *l);
 
@@ -1401,17 +1418,8 @@ static int skip_from(loader *l, const size_t base, const size_t m0) {
         }
       }
       {
-        gpuplan__pv **const stack = l->stack, **const memo = l->memo;
-        size_t sp = l->sp, room = l->scap - sp, most = room < left ? room : left;
-        if (cnt < most) most = cnt;
-        for (pos = l->pos, cnt = 0; cnt < most; cnt++) {
-          size_t wide = (buf[pos] >> 1) & 1u, idx = wide ? le32(buf + pos + 1) : buf[pos + 1];
-          stack[sp++] = memo[idx];
-          pos += 2 + 3 * wide;
-        }
-        l->pos = pos;
-        l->sp = sp;
-        l->pushes += cnt;
+        size_t room = l->scap - l->sp, most = room < left ? room : left;
+        push_refs(l, cnt < most ? cnt : most);
       }
     }
     if (l->pos >= l->len) return 0; /* the loader says it is truncated */
@@ -1917,22 +1925,9 @@ static int dskip(loader *l, gpuplan__pv *key, int skipkey, int op) {
           l->str_end = SIZE_MAX;
           return 0;
         }
-        if (l->scap - l->sp >= cnt) {
-          /* The run's references pushed, as the skip machine pushes them
-           * (a new frame comes after them), so that it does not read the
-           * run again. */
-          const unsigned char *const buf = l->buf;
-          gpuplan__pv **const stack = l->stack, **const memo = l->memo;
-          size_t pos = l->pos, sp = l->sp, i;
-          for (i = 0; i < cnt; i++) {
-            size_t wide = (buf[pos] >> 1) & 1u, idx = wide ? le32(buf + pos + 1) : buf[pos + 1];
-            stack[sp++] = memo[idx];
-            pos += 2 + 3 * wide;
-          }
-          l->pos = pos;
-          l->sp = sp;
-          l->pushes += cnt;
-        }
+        /* The run's references pushed (a new frame comes after them), so
+         * that the skip machine does not read the run again. */
+        if (l->scap - l->sp >= cnt) push_refs(l, cnt);
       }
     }
   }
@@ -2001,7 +1996,11 @@ static int dlist(loader *l, const gpuplan__pickle_schema *sc, size_t lvl, gpupla
  * near: drecord's helpers), and any other opcode, a PUT included, ends the
  * run at the start of its pair, which drecord then runs as before (the
  * pair is read again from its key: nothing of it was kept).  Returns the
- * pairs run; l->pos is after them. */
+ * pairs run; l->pos is after them.  The value forms are those drecord's
+ * loop takes fast, written again here on purpose: one helper for both
+ * cost 1.4% more instructions on ctx256's load + replay, 2.2% with
+ * drecord calling it too, and drec_fast called again after each slow
+ * pair instead of drecord's own fast forms cost 0.6-3.5% (ctx256 1.8%). */
 static size_t drec_fast(loader *l, const gpuplan__pickle_schema *sc, size_t lvl, gpuplan__pfield *f) {
   const unsigned char *const buf = l->buf;
   const unsigned char *const kinds = sc->kinds;

@@ -366,7 +366,7 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
         const gpuplan__pfield *v = item_fields(&af, ann, i, buf);
         int64_t adev;
         if (!v) return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: external_annotations[%zu] is not a dict", i);
-        if (pf_int(&v[0], &adev) == 0 && adev != device) continue;
+        if (pf_int(&v[AF_DEVICE], &adev) == 0 && adev != device) continue;
         s->facts.annotations++;
       }
   }

@@ -24,6 +24,7 @@ enum { BF_SIZE, BF_REQUESTED, BF_HISTORY, BF_STATE };
 static const char *const event_fields[] = {"action", "device_free", "addr", "size", "stream", NULL};
 enum { EF_ACTION, EF_DEVICE_FREE, EF_ADDR, EF_SIZE, EF_STREAM };
 static const char *const ann_fields[] = {"device", NULL};
+enum { AF_DEVICE };
 
 enum { SK_INT = GPUPLAN__PF_INT, SK_VAL = GPUPLAN__PF_VALUE, SK_REC = GPUPLAN__PF_RECORDS };
 static const unsigned char block_kinds[] = {SK_INT, SK_INT, SK_VAL, SK_VAL};
