@@ -1531,6 +1531,31 @@ static void test_pickle__skip_shapes(void **state) {
   }
 }
 
+/* check on data cut at every byte, then with every byte changed in turn to
+ * each of vals, each named after label (what check asserts is its own). */
+static void each_cut_and_byte(const char *data, size_t n, const unsigned char *vals, size_t nvals, const char *label,
+                              void (*check)(const void *data, size_t len, const char *name)) {
+  size_t i, k;
+  char name[96], *copy = malloc(n ? n : 1);
+  assert_non_null(copy);
+  for (i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "%s cut at %zu", label, i);
+    check(data, i, name);
+    for (k = 0; k < nvals; k++) {
+      memcpy(copy, data, n);
+      copy[i] = (char)vals[k];
+      snprintf(name, sizeof name, "%s byte %zu = 0x%02x", label, i, vals[k]);
+      check(copy, n, name);
+    }
+  }
+  free(copy);
+}
+
+/* same_with_skip with the snapshot's keys, its result left to its asserts. */
+static void check_snapshot_skip(const void *data, size_t len, const char *name) {
+  (void)same_with_skip(data, len, snapshot_skip, name);
+}
+
 /* Errors inside skipped values: the plain load's, at the same offsets. */
 static void test_pickle__skip_errors_match_plain_load(void **state) {
   /* {'segments': [], 'device_traces': [[events with shared frames]]} */
@@ -1571,22 +1596,10 @@ static void test_pickle__skip_errors_match_plain_load(void **state) {
   size_t i, n = sizeof events - 1;
   (void)state;
   assert_int_equal(same_with_skip(events, n, snapshot_skip, "events"), 0);
-  /* Every truncation, and every byte changed in turn (a few values each). */
-  for (i = 0; i < n; i++) {
-    char name[64], *copy;
+  {
+    /* Every truncation, and every byte changed in turn (a few values each). */
     static const unsigned char vals[] = {0x00, 0x28, 0x65, 0x68, 0x75, 0x94, 0xff};
-    size_t k;
-    snprintf(name, sizeof name, "events cut at %zu", i);
-    (void)same_with_skip(events, i, snapshot_skip, name);
-    copy = malloc(n);
-    assert_non_null(copy);
-    for (k = 0; k < sizeof vals; k++) {
-      memcpy(copy, events, n);
-      copy[i] = (char)vals[k];
-      snprintf(name, sizeof name, "events byte %zu = 0x%02x", i, vals[k]);
-      (void)same_with_skip(copy, n, snapshot_skip, name);
-    }
-    free(copy);
+    each_cut_and_byte(events, n, vals, sizeof vals, "events", check_snapshot_skip);
   }
   for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     loaded L;
@@ -1949,27 +1962,15 @@ static void test_pickle__decode_limits(void **state) {
 /* A small snapshot (segments with blocks, events with shared and new
  * frames, annotations), cut at every byte and with every byte changed in
  * turn: decoding gives the skipping load's result or error each time. */
+static void check_decode(const void *data, size_t len, const char *name) { (void)same_with_decode(data, len, name); }
+
 static void test_pickle__decode_errors_match_skip_load(void **state) {
-  size_t i, n;
+  static const unsigned char vals[] = {0x00, 0x28, 0x4b, 0x5d, 0x65, 0x68, 0x75, 0x7d, 0x94, 0xff};
+  size_t n;
   char *buf = read_decode_small(&n);
   (void)state;
   assert_int_equal(same_with_decode(buf, n, "decode-small"), 0);
-  for (i = 0; i < n; i++) {
-    char name[64], *copy;
-    static const unsigned char vals[] = {0x00, 0x28, 0x4b, 0x5d, 0x65, 0x68, 0x75, 0x7d, 0x94, 0xff};
-    size_t k;
-    snprintf(name, sizeof name, "decode-small cut at %zu", i);
-    (void)same_with_decode(buf, i, name);
-    copy = malloc(n);
-    assert_non_null(copy);
-    for (k = 0; k < sizeof vals; k++) {
-      memcpy(copy, buf, n);
-      copy[i] = (char)vals[k];
-      snprintf(name, sizeof name, "decode-small byte %zu = 0x%02x", i, vals[k]);
-      (void)same_with_decode(copy, n, name);
-    }
-    free(copy);
-  }
+  each_cut_and_byte(buf, n, vals, sizeof vals, "decode-small", check_decode);
   free(buf);
 }
 

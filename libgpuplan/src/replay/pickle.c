@@ -1108,7 +1108,7 @@ HOT size_t push_room(const loader *l, size_t sp, size_t pushes) {
  * to grow for it, which skip_hot's MEMOIZE case leaves to memo_put) and
  * fills f with where its strs lie, for skip_hot to run it in one step as
  * its cases run it opcode by opcode. */
-#define FRAME_PAIRS 4
+#define FRAME_PAIRS 4 /* torch writes three (filename, line, name: every snapshot here); one more spare */
 typedef struct frame_form {
   size_t end;                      /* after its SETITEMS */
   size_t nstr, str_at[FRAME_PAIRS], str_end[FRAME_PAIRS];
@@ -1992,8 +1992,9 @@ static int dlist(loader *l, const gpuplan__pickle_schema *sc, size_t lvl, gpupla
  * or a key not kept, a memo reference for a field of kind VALUE, or (a key
  * to skip) a memo reference ending the dict, with no PUT after either.
  * They are run here with only the checks these need: the values count
- * once (two a pair), 32 bytes left for each pair (else the window's end is
- * near: drecord's helpers), and any other opcode, a PUT included, ends the
+ * once (two a pair), 32 bytes left for each pair (its key at most 5, its
+ * value 10, the next opcode and the 8 bytes a template compare reads; else
+ * the window's end is near: drecord's helpers), and any other opcode, a PUT included, ends the
  * run at the start of its pair, which drecord then runs as before (the
  * pair is read again from its key: nothing of it was kept).  Returns the
  * pairs run; l->pos is after them.  The value forms are those drecord's
