@@ -2129,7 +2129,7 @@ static int drecord(loader *l, const gpuplan__pickle_schema *sc, size_t sl, size_
     }
     f = l->rbuf + *n * nf;
   }
-  for (pi = 0; pi < nf; pi++) f[pi].v = NULL;
+  memset(f, 0, nf * sizeof *f);
   /* the pairs that repeat the dicts' before it, then the rest */
   SYNC();
   pi = drec_fast(l, sc, lvl, f);
