@@ -205,6 +205,12 @@ typedef struct loader {
     uint64_t gen;     /* memo_gen then: while it holds, the entry still holds key */
     unsigned w;
     int k;
+    /* ... and the new str its key was last, memoized (a str of at most 13
+     * bytes: its opcode, length, bytes and MEMOIZE in 16), by its bytes,
+     * and the field: sw the str opcode's length (0: none) */
+    uint64_t spat[2], smask[2];
+    unsigned sw;
+    int sk;
   } kt[DLEVELS][KT_PAIRS];
   uint64_t memo_gen; /* memo entries replaced (a PUT to an index set before) */
   const gpuplan__pickle_schema *dsch[DSCHEMAS]; /* the schemas met, which KEY_TAG names */
@@ -1985,16 +1991,89 @@ static int dfield_at(const loader *l, size_t sl, const gpuplan__pickle_schema *s
 
 static int dlist(loader *l, const gpuplan__pickle_schema *sc, size_t lvl, gpuplan__pv **out);
 
+/* Room to memoize n unbuilt strs now, the last at at, of b bytes of
+ * opcodes in all, without growing anything or replacing an entry:
+ * memo_lazy's and memo_ready's conditions, for each of them. */
+static int lazy_room(const loader *l, size_t n, size_t b, size_t at) {
+  size_t i;
+  if (l->memo_len + n > l->memo_cap || l->memo_len + n > l->total || !l->moff || l->moff_cap < l->memo_cap)
+    return 0;
+  for (i = 0; i < n; i++)
+    if (memo_has(l, l->memo_len + i)) return 0;
+  return l->rd ? l->store_cap - l->store_len >= b && l->store_len + b <= UINT32_MAX : at <= UINT32_MAX;
+}
+
+/* Memoize the str whose opcode is at [s, e), its MEMOIZE at e, unbuilt, as
+ * dput_str does (lazy_room said there is room). */
+static void memo_str(loader *l, size_t s, size_t e) {
+  l->str_at = s;
+  l->str_end = e;
+  l->str_stored = SIZE_MAX;
+  memo_set(l, l->memo_len, &l->lazy[LZ_SCALAR], 1, e + 1);
+}
+
+/* drec_fast's pair whose key at pos is the new str of the place's template
+ * t (a key torch pickles anew in every dict: an annotation's "stage" and
+ * "name"), memoized, and its value an integer as drec_fast takes one, or
+ * (a key not kept) a new str, memoized or not, with no other PUT after
+ * either: run, and the position after it returned; 0 (nothing changed)
+ * for any other pair. */
+static size_t dfast_str(loader *l, const struct dkt *t, size_t pos, const unsigned char *kinds, gpuplan__pfield *f,
+                        size_t *nskip) {
+  const unsigned char *const buf = l->buf;
+  const size_t len = l->len, p = pos + t->sw + 1;
+  const int k = t->sk;
+  size_t w, vs = 0, sbytes = t->sw;
+  int64_t iv;
+  if (dput_op(buf[p])) return 0;
+  switch (buf[p]) {
+  case OP_BININT1: iv = buf[p + 1], w = 2; break;
+  case OP_BININT2: iv = buf[p + 1] | buf[p + 2] << 8, w = 3; break;
+  case OP_BININT: iv = (int32_t)le32(buf + p + 1), w = 5; break;
+  case OP_LONG1:
+    if (buf[p + 1] > 8) return 0;
+    iv = long1(buf + p + 2, buf[p + 1]), w = 2 + (size_t)buf[p + 1];
+    break;
+  case OP_SHORT_BINUNICODE:
+    if (k >= 0) return 0;
+    w = 2 + (size_t)buf[p + 1];
+    if (w + 2 > len - p) return 0; /* (the str, a PUT, the next opcode) */
+    if (buf[p + w] == OP_MEMOIZE) {
+      if (dput_op(buf[p + w + 1])) return 0;
+      vs = p;
+      sbytes += w;
+    }
+    iv = 0;
+    break;
+  default: return 0;
+  }
+  if (buf[p] != OP_SHORT_BINUNICODE && (dput_op(buf[p + w]) || (k >= 0 && kinds[k] != GPUPLAN__PF_INT))) return 0;
+  if (!lazy_room(l, vs ? 2 : 1, sbytes, vs ? vs : pos)) return 0;
+  memo_str(l, pos, pos + t->sw);
+  if (vs) memo_str(l, vs, vs + w++);
+  if (k >= 0) {
+    f[k].v = &gpuplan__pf_int;
+    f[k].i = iv;
+  } else if (k == FK_SKIP) {
+    (*nskip)++;
+  }
+  return p + w;
+}
+
 /* The pairs at pos of a dict of level lvl (after its MARK, f its record)
  * that repeat, place by place, what the pairs of the dicts before it were:
  * each key the GET whose bytes the place's template holds (still the same
  * memo entry: memo_gen), and its value an integer for a field of kind INT
  * or a key not kept, a memo reference for a field of kind VALUE, or (a key
- * to skip) a memo reference ending the dict, with no PUT after either.
+ * to skip) a memo reference ending the dict, with no PUT after either;
+ * or (dfast_str) each key the new str, memoized, that the place's key was
+ * last, as torch pickles an annotation's keys.
  * They are run here with only the checks these need: the values count
- * once (two a pair), 32 bytes left for each pair (its key at most 5, its
- * value 10, the next opcode and the 8 bytes a template compare reads; else
- * the window's end is near: drecord's helpers), and any other opcode, a PUT included, ends the
+ * once (two a pair), 32 bytes left for each pair (its key at most 5, or
+ * 16 as a new str with its MEMOIZE, its value 10, the next opcode and the
+ * 8 bytes a template compare reads; a new str's value is checked against
+ * the window's end itself; else the window's end is near: drecord's
+ * helpers), and any other opcode, a PUT included, ends the
  * run at the start of its pair, which drecord then runs as before (the
  * pair is read again from its key: nothing of it was kept).  Returns the
  * pairs run; l->pos is after them.  The value forms are those drecord's
@@ -2016,7 +2095,15 @@ static size_t drec_fast(loader *l, const gpuplan__pickle_schema *sc, size_t lvl,
     size_t w, idx;
     int64_t iv;
     int k;
-    if (pos >= lim || !t->w || t->gen != gen || (le64(buf + pos) & t->mask) != t->pat) break;
+    if (pos >= lim) break;
+    if (!t->w || t->gen != gen || (le64(buf + pos) & t->mask) != t->pat) {
+      if (t->sw && (le64(buf + pos) & t->smask[0]) == t->spat[0] && (le64(buf + pos + 8) & t->smask[1]) == t->spat[1] &&
+          (w = dfast_str(l, t, pos, kinds, f, &nskip)) != 0) {
+        pos = w;
+        continue;
+      }
+      break;
+    }
     pos += t->w;
     k = t->k;
     switch (buf[pos]) {
@@ -2173,8 +2260,18 @@ static int drecord(loader *l, const gpuplan__pickle_schema *sc, size_t sl, size_
       }
       pos += w;
     } else if (op == OP_SHORT_BINUNICODE && (w = 2 + (size_t)buf[pos + 1]) < len - pos) {
-      /* a new str: compared where it lies, memoized unbuilt */
+      /* a new str: compared where it lies, memoized unbuilt; the place's
+       * template of a new str (drec_fast) where it fits one */
       k = dfield_at(l, sl, sc, buf + pos + 2, w - 2);
+      if (t && w < 16 && buf[pos + w] == OP_MEMOIZE) {
+        const unsigned nb = (unsigned)w + 1;
+        t->smask[0] = nb >= 8 ? ~0ull : (1ull << (8 * nb)) - 1;
+        t->smask[1] = nb <= 8 ? 0 : nb >= 16 ? ~0ull : (1ull << (8 * (nb - 8))) - 1;
+        t->spat[0] = le64(buf + pos) & t->smask[0];
+        t->spat[1] = le64(buf + pos + 8) & t->smask[1];
+        t->sw = (unsigned)w;
+        t->sk = k;
+      }
       if (l->pushes >= l->lim.max_items) return RESTART;
       l->pushes++;
       key = &l->lazy[LZ_SCALAR];

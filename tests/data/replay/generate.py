@@ -305,11 +305,16 @@ _devs = [dict(ev("segment_alloc", S0, 20 * MiB), time_us=1748474880683573, frame
          dict(ev("alloc", S0 + 2 * MiB, 1 * MiB), time_us=1748474880683767, frames=[_f3, _f1]),
          dict(ev("free_requested", S0 + 2 * MiB, 1 * MiB), time_us=1748474880683855, frames=_fr_b),
          dict(ev("free_completed", S0 + 2 * MiB, 1 * MiB), time_us=1748474880683949, frames=_fr_b)]
+# The second annotation's keys and strs are taken by the decoder's template
+# of a new str key (drec_fast); a last key refers to them again, so that a
+# memo entry the decoder failed to set, or set in the wrong place, changes
+# what that key loads as.
+_a2 = [_fresh("stage"), _fresh("END"), _fresh("name"), _fresh("fwd"), _fresh("device")]
 write("decode-small.pickle", {
     "segments": [_dseg],
     "device_traces": [_devs],
     "allocator_settings": SETTINGS,
     "external_annotations": [{_fresh("stage"): _fresh("START"), _fresh("name"): _fresh("fwd"),
                               _fresh("device"): 0, _fresh("time_us"): 1748474880840249},
-                             {_fresh("stage"): _fresh("END"), _fresh("name"): _fresh("fwd"),
-                              _fresh("device"): 0, _fresh("time_us"): 1748474887587282}]})
+                             {_a2[0]: _a2[1], _a2[2]: _a2[3], _a2[4]: 0, _fresh("time_us"): 1748474887587282}],
+    "strs_again": [_a2[3], _a2[0], _a2[1], _a2[4], _a2[2]]})
