@@ -1168,14 +1168,17 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
       rseg *ns;
       rblock b;
       size_t lo = 0, hi = st->n;
-      if (pseg_find(st->v, st->n, e->addr) >= 0)
-        return diverge(r, i, "rebuilding: segment_free at 0x%llx overlaps a live segment", (unsigned long long)e->addr), GPUPLAN_OK;
-      GPUPLAN_TRY(state_room(ctx, st));
+      /* lo: the first segment at or above addr; the one holding addr, if
+       * any, is it (at addr) or the one before (reaching past addr) */
       while (lo < hi) {
         size_t m = lo + (hi - lo) / 2;
         if (st->v[m]->addr < e->addr) lo = m + 1;
         else hi = m;
       }
+      if ((lo < st->n && st->v[lo]->addr == e->addr && st->v[lo]->size > 0) ||
+          (lo > 0 && st->v[lo - 1]->addr + st->v[lo - 1]->size > e->addr))
+        return diverge(r, i, "rebuilding: segment_free at 0x%llx overlaps a live segment", (unsigned long long)e->addr), GPUPLAN_OK;
+      GPUPLAN_TRY(state_room(ctx, st));
       {
         rseg proto;
         memset(&proto, 0, sizeof proto);

@@ -84,6 +84,19 @@ write("unsplit-remainder.pickle", {
     "device_traces": [[ev("alloc", X, 12 * MiB + MiB // 2)] + free(X, 12 * MiB + MiB // 2) + free(B, 4 * MiB)],
     "allocator_settings": SETTINGS})
 
+# A segment_free the rebuild cannot undo: the segment it names is still
+# live at the end, at the freed address (segment-free-live) or holding it
+# (segment-free-inside-live).  Undone, it would make a second segment
+# over the first; the start diverges at that event instead.
+write("segment-free-live.pickle", {
+    "segments": [seg(S0, [(20 * MiB, 0, False)])],
+    "device_traces": [[ev("segment_free", S0, 20 * MiB)]],
+    "allocator_settings": SETTINGS})
+write("segment-free-inside-live.pickle", {
+    "segments": [seg(S0, [(20 * MiB, 0, False)])],
+    "device_traces": [[ev("segment_free", S0 + 2 * MiB, 2 * MiB)]],
+    "allocator_settings": SETTINGS})
+
 # AL-1: the same remainder, shown only by where an allocation did *not*
 # go.  Before the trace: A [0, 3), B [3, 7.5) (4 MiB request), a 4.8 MiB
 # free block, Q [12.3, 20) allocated; a second, empty 20 MiB segment.
