@@ -1674,7 +1674,7 @@ static int dneed(loader *l, size_t n) {
 
 /* The next opcode, past FRAMEs (checked as the machine checks them), with
  * 16 bytes readable from it unless the input ends sooner. */
-static int dop(loader *l, int *op) {
+static int dop_slow(loader *l, int *op) {
   for (;;) {
     if (l->len - l->pos < 16) {
       l->at = l->pos;
@@ -1688,6 +1688,15 @@ static int dop(loader *l, int *op) {
   }
   *op = l->buf[l->pos];
   return 0;
+}
+
+/* dop, its usual case inline: 16 bytes readable and no FRAME. */
+HOT int dop(loader *l, int *op) {
+  if (l->len - l->pos >= 16 && l->buf[l->pos] != OP_FRAME) {
+    *op = l->buf[l->pos];
+    return 0;
+  }
+  return dop_slow(l, op);
 }
 
 /* Room for n more values on the stack. */
@@ -1730,7 +1739,7 @@ static int dput(loader *l, gpuplan__pv *top) {
 
 /* The integer (or bool) the opcode op at pos pushes: 1 and its length, or
  * 0 when it pushes none (or one wider than 64 bits). */
-static int dint(const loader *l, int op, int64_t *iv, size_t *len) {
+HOT int dint(const loader *l, int op, int64_t *iv, size_t *len) {
   const unsigned char *b = l->buf + l->pos;
   size_t left = l->len - l->pos;
   switch (op) {
