@@ -290,6 +290,9 @@ static int pf_u64_value(gpuplan_ctx *ctx, const gpuplan__pfield *r, const char *
   return value_u64(ctx, gpuplan__pf_value(r, &tmp), key, what, idx, out);
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((always_inline)) /* (convert's every integer: the compiler left it a call) */
+#endif
 static inline int pf_u64(gpuplan_ctx *ctx, const gpuplan__pfield *r, const char *key, const char *what, size_t idx,
                          uint64_t *out) {
   if (r->v == &gpuplan__pf_int && r->i >= 0) { /* (a record's integer: the usual case) */
