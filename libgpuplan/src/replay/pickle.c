@@ -1106,6 +1106,17 @@ HOT size_t push_room(const loader *l, size_t sp, size_t pushes) {
   return stack < limit ? stack : limit;
 }
 
+/* Room for n memo entries now, without growing anything: the memo, and
+ * where some are unbuilt strs, of b bytes of opcodes in all, the last at
+ * at (b 0: none), the stand-ins' offsets and (rd) the store, with offsets
+ * that fit 32 bits (lazy_where): memo_ready's conditions, for each. */
+HOT int memo_room(const loader *l, size_t n, size_t b, size_t at) {
+  if (l->memo_len + n > l->memo_cap || l->memo_len + n > l->total) return 0;
+  if (!b) return 1;
+  if (!l->moff || l->moff_cap < l->memo_cap) return 0;
+  return l->rd ? l->store_cap - l->store_len >= b && l->store_len + b <= UINT32_MAX : at <= UINT32_MAX;
+}
+
 /* A new stack frame's dict at pos, the form torch pickles one in:
  * EMPTY_DICT, its MEMOIZE, MARK, up to FRAME_PAIRS pairs (a key that is a
  * memo reference; a str and its MEMOIZE, a str, a memo reference or a
@@ -1162,14 +1173,7 @@ static size_t frame_dict(const loader *l, size_t pos, frame_form *f) {
     if (p >= len || dput_op(buf[p])) return 0;
     pairs++;
   }
-  /* Room for every entry as memo_ready has it, with margins: the memo, the
-   * stand-ins' offsets, and where the window moves on the store for the
-   * strs' opcodes and offsets that fit 32 bits (lazy_where). */
-  if (l->memo_len + nmemo > l->memo_cap || l->memo_len + nmemo > l->total) return 0;
-  if (sbytes) {
-    if (!l->moff || l->moff_cap < l->memo_cap) return 0;
-    if (l->rd ? l->store_cap - l->store_len < sbytes || l->store_len + sbytes > UINT32_MAX : p > UINT32_MAX) return 0;
-  }
+  if (!memo_room(l, nmemo, sbytes, p)) return 0;
   f->end = p + 1;
   return pairs;
 }
@@ -1737,11 +1741,10 @@ static int dput(loader *l, gpuplan__pv *top) {
   }
 }
 
-/* The integer (or bool) the opcode op at pos pushes: 1 and its length, or
- * 0 when it pushes none (or one wider than 64 bits). */
-HOT int dint(const loader *l, int op, int64_t *iv, size_t *len) {
-  const unsigned char *b = l->buf + l->pos;
-  size_t left = l->len - l->pos;
+/* The integer (or bool) the opcode op at b, left bytes readable from it,
+ * pushes: 1 and its length, or 0 when it pushes none (or one wider than
+ * 64 bits). */
+HOT int int_at(const unsigned char *b, size_t left, int op, int64_t *iv, size_t *len) {
   switch (op) {
   case OP_BININT1:
     if (left < 2) return 0;
@@ -1769,6 +1772,11 @@ HOT int dint(const loader *l, int op, int64_t *iv, size_t *len) {
   }
   default: return 0;
   }
+}
+
+/* int_at of the opcode at pos. */
+HOT int dint(const loader *l, int op, int64_t *iv, size_t *len) {
+  return int_at(l->buf + l->pos, l->len - l->pos, op, iv, len);
 }
 
 /* A value fetched from the memo (GET at pos), pushed as the machine would
@@ -2000,16 +2008,13 @@ static int dfield_at(const loader *l, size_t sl, const gpuplan__pickle_schema *s
 
 static int dlist(loader *l, const gpuplan__pickle_schema *sc, size_t lvl, gpuplan__pv **out);
 
-/* Room to memoize n unbuilt strs now, the last at at, of b bytes of
- * opcodes in all, without growing anything or replacing an entry:
- * memo_lazy's and memo_ready's conditions, for each of them. */
+/* memo_room for n unbuilt strs, none of their entries set before (an
+ * entry replaced would change memo_gen under drec_fast's templates). */
 static int lazy_room(const loader *l, size_t n, size_t b, size_t at) {
   size_t i;
-  if (l->memo_len + n > l->memo_cap || l->memo_len + n > l->total || !l->moff || l->moff_cap < l->memo_cap)
-    return 0;
   for (i = 0; i < n; i++)
     if (memo_has(l, l->memo_len + i)) return 0;
-  return l->rd ? l->store_cap - l->store_len >= b && l->store_len + b <= UINT32_MAX : at <= UINT32_MAX;
+  return memo_room(l, n, b, at);
 }
 
 /* Memoize the str whose opcode is at [s, e), its MEMOIZE at e, unbuilt, as
@@ -2023,7 +2028,7 @@ static void memo_str(loader *l, size_t s, size_t e) {
 
 /* drec_fast's pair whose key at pos is the new str of the place's template
  * t (a key torch pickles anew in every dict: an annotation's "stage" and
- * "name"), memoized, and its value an integer as drec_fast takes one, or
+ * "name"), memoized, and its value an integer (or bool) as dint reads one, or
  * (a key not kept) a new str, memoized or not, with no other PUT after
  * either: run, and the position after it returned; 0 (nothing changed)
  * for any other pair. */
@@ -2033,17 +2038,9 @@ static size_t dfast_str(loader *l, const struct dkt *t, size_t pos, const unsign
   const size_t len = l->len, p = pos + t->sw + 1;
   const int k = t->sk;
   size_t w, vs = 0, sbytes = t->sw;
-  int64_t iv;
+  int64_t iv = 0;
   if (dput_op(buf[p])) return 0;
-  switch (buf[p]) {
-  case OP_BININT1: iv = buf[p + 1], w = 2; break;
-  case OP_BININT2: iv = buf[p + 1] | buf[p + 2] << 8, w = 3; break;
-  case OP_BININT: iv = (int32_t)le32(buf + p + 1), w = 5; break;
-  case OP_LONG1:
-    if (buf[p + 1] > 8) return 0;
-    iv = long1(buf + p + 2, buf[p + 1]), w = 2 + (size_t)buf[p + 1];
-    break;
-  case OP_SHORT_BINUNICODE:
+  if (buf[p] == OP_SHORT_BINUNICODE) {
     if (k >= 0) return 0;
     w = 2 + (size_t)buf[p + 1];
     if (w + 2 > len - p) return 0; /* (the str, a PUT, the next opcode) */
@@ -2052,11 +2049,10 @@ static size_t dfast_str(loader *l, const struct dkt *t, size_t pos, const unsign
       vs = p;
       sbytes += w;
     }
-    iv = 0;
-    break;
-  default: return 0;
+  } else if (!int_at(buf + p, len - p, buf[p], &iv, &w) || dput_op(buf[p + w]) ||
+             (k >= 0 && kinds[k] != GPUPLAN__PF_INT)) {
+    return 0; /* (drec_fast's 32 bytes hold an integer and the opcode after it) */
   }
-  if (buf[p] != OP_SHORT_BINUNICODE && (dput_op(buf[p + w]) || (k >= 0 && kinds[k] != GPUPLAN__PF_INT))) return 0;
   if (!lazy_room(l, vs ? 2 : 1, sbytes, vs ? vs : pos)) return 0;
   memo_str(l, pos, pos + t->sw);
   if (vs) memo_str(l, vs, vs + w++);
@@ -2106,9 +2102,10 @@ static size_t drec_fast(loader *l, const gpuplan__pickle_schema *sc, size_t lvl,
     int k;
     if (pos >= lim) break;
     if (!t->w || t->gen != gen || (le64(buf + pos) & t->mask) != t->pat) {
+      size_t after;
       if (t->sw && (le64(buf + pos) & t->smask[0]) == t->spat[0] && (le64(buf + pos + 8) & t->smask[1]) == t->spat[1] &&
-          (w = dfast_str(l, t, pos, kinds, f, &nskip)) != 0) {
-        pos = w;
+          (after = dfast_str(l, t, pos, kinds, f, &nskip)) != 0) {
+        pos = after;
         continue;
       }
       break;
