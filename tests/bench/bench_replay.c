@@ -144,8 +144,40 @@ static int time_load_replay(gpuplan_ctx *ctx, const char *path, const void *buf,
 typedef struct trace_times {
   timing load, lr, rep, whatif, mem;
   unsigned char *bytes; /* the file, read once (the figure from memory) */
-  size_t len;
+  size_t len, ev;       /* its bytes, its trace events */
 } trace_times;
+
+/* The file at path, whole, in *len bytes (malloc'd), and its trace
+ * events in *ev; NULL, with a message, when it cannot be read or loaded. */
+static unsigned char *read_trace(gpuplan_ctx *ctx, const char *path, size_t *len, size_t *ev) {
+  gpuplan_snapshot *s;
+  unsigned char *b;
+  long n;
+  FILE *fp = fopen(path, "rb");
+  if (!fp) {
+    fprintf(stderr, "bench_replay: %s not found (vendored in tests/data)\n", path);
+    return NULL;
+  }
+  n = fseek(fp, 0, SEEK_END) == 0 ? ftell(fp) : -1;
+  rewind(fp);
+  b = n > 0 ? malloc((size_t)n) : NULL;
+  if (!b || fread(b, 1, (size_t)n, fp) != (size_t)n) {
+    fprintf(stderr, "bench_replay: cannot read %s\n", path);
+    fclose(fp);
+    free(b);
+    return NULL;
+  }
+  fclose(fp);
+  if (gpuplan_snapshot_load_buffer(ctx, b, (size_t)n, 0, &s)) {
+    fprintf(stderr, "bench_replay: %s: %s\n", path, gpuplan_errmsg(ctx));
+    free(b);
+    return NULL;
+  }
+  *ev = gpuplan_snapshot_event_count(s);
+  gpuplan_snapshot_free(s);
+  *len = (size_t)n;
+  return b;
+}
 
 /* One round of the figures of the trace at path into *tt; 0, or 1 with a
  * message. */
@@ -214,31 +246,16 @@ int main(int argc, char **argv) {
   const char *slow_rate_file = NULL, *slow_lr_file = NULL;
   static trace_times tt[NFILES];
   static timing t;
-  long bytes[NFILES];
   size_t f, round;
   gpuplan_ctx *ctx;
   if (gpuplan_ctx_new(&ctx, NULL)) return 1;
   for (f = 0; f < NFILES; f++) {
     char path[1024];
-    FILE *fp;
     snprintf(path, sizeof path, "%s/%s", dir, files[f]);
-    if (!(fp = fopen(path, "rb"))) {
-      fprintf(stderr, "bench_replay: %s not found (vendored in tests/data/torch-snapshots)\n", path);
+    if (!(tt[f].bytes = read_trace(ctx, path, &tt[f].len, &tt[f].ev))) {
       gpuplan_ctx_free(ctx);
       return 1;
     }
-    fseek(fp, 0, SEEK_END);
-    bytes[f] = ftell(fp);
-    rewind(fp);
-    tt[f].len = bytes[f] > 0 ? (size_t)bytes[f] : 0;
-    tt[f].bytes = malloc(tt[f].len ? tt[f].len : 1);
-    if (!tt[f].bytes || fread(tt[f].bytes, 1, tt[f].len, fp) != tt[f].len) {
-      fprintf(stderr, "bench_replay: cannot read %s\n", path);
-      fclose(fp);
-      gpuplan_ctx_free(ctx);
-      return 1;
-    }
-    fclose(fp);
   }
   for (round = 0; round < ROUNDS; round++)
     for (f = 0; f < NFILES; f++) {
@@ -258,14 +275,11 @@ int main(int argc, char **argv) {
          "load+replay M/s (x budget)", "what-if", "load MB/s", "peak/file");
   for (f = 0; f < NFILES; f++) {
     char path[1024];
-    gpuplan_snapshot *s;
+    const size_t ev = tt[f].ev;
+    const double bytes = (double)tt[f].len;
     double rate, rate_med, lr, lr_med, wrate, load;
-    size_t ev;
     snprintf(path, sizeof path, "%s/%s", dir, files[f]);
-    if (gpuplan_snapshot_load(ctx, path, 0, &s)) return 1;
-    ev = gpuplan_snapshot_event_count(s);
-    gpuplan_snapshot_free(s);
-    load = (double)bytes[f] / t_min(&tt[f].load) / 1e6;
+    load = bytes / t_min(&tt[f].load) / 1e6;
     lr = (double)ev / t_min(&tt[f].lr);
     lr_med = (double)ev / t_median(&tt[f].lr);
     rate = (double)ev / t_min(&tt[f].rep);
@@ -274,20 +288,14 @@ int main(int argc, char **argv) {
     if (rate < slow_rate) slow_rate = rate, slow_rate_file = files[f];
     if (lr < slow_lr) slow_lr = lr, slow_lr_file = files[f];
     printf("  %-28s %6zu %6.2f  %6.2f (%6.2f) = %5.2fx      %6.2f (%6.2f) = %5.2fx      %6.2f M/s  %9.1f  %8.2fx\n",
-           files[f], ev, (double)bytes[f] / 1e6, rate / 1e6, rate_med / 1e6, rate / REPLAY_BUDGET, lr / 1e6,
-           lr_med / 1e6, lr / LOAD_REPLAY_BUDGET, wrate / 1e6, load, (double)load_peak(path) / (double)bytes[f]);
+           files[f], ev, bytes / 1e6, rate / 1e6, rate_med / 1e6, rate / REPLAY_BUDGET, lr / 1e6,
+           lr_med / 1e6, lr / LOAD_REPLAY_BUDGET, wrate / 1e6, load, (double)load_peak(path) / bytes);
   }
   printf("what the file's reading costs (load + replay from the path against the same from the bytes in memory):\n");
   printf("  %-28s  %-26s  %s\n", "trace", "from memory M/s (x budget)", "path - memory us (of budget)");
   for (f = 0; f < NFILES; f++) {
-    char path[1024];
-    gpuplan_snapshot *s;
+    const size_t ev = tt[f].ev;
     double mem, extra, budget;
-    size_t ev;
-    snprintf(path, sizeof path, "%s/%s", dir, files[f]);
-    if (gpuplan_snapshot_load(ctx, path, 0, &s)) return 1;
-    ev = gpuplan_snapshot_event_count(s);
-    gpuplan_snapshot_free(s);
     budget = (double)ev / LOAD_REPLAY_BUDGET; /* seconds */
     mem = (double)ev / t_min(&tt[f].mem);
     extra = t_min(&tt[f].lr) - t_min(&tt[f].mem);
@@ -301,26 +309,25 @@ int main(int argc, char **argv) {
      * bytes in memory, the rest being the file's system calls. */
     static timing tm;
     char path[1024];
-    unsigned char small[4096];
-    gpuplan_snapshot *s;
+    unsigned char *small;
     double floor_s, mem_s;
     size_t ev, len;
-    FILE *fp;
     snprintf(path, sizeof path, "%s/../replay/private-pool.pickle", dir);
-    if (!(fp = fopen(path, "rb"))) return 1;
-    len = fread(small, 1, sizeof small, fp);
-    fclose(fp);
+    if (!(small = read_trace(ctx, path, &len, &ev))) return 1;
     t.n = 0;
     for (round = 0; round < ROUNDS; round++)
-      if (time_load_replay(ctx, path, NULL, 0, &t) || time_load_replay(ctx, path, small, len, &tm)) return 1;
-    if (gpuplan_snapshot_load(ctx, path, 0, &s)) return 1;
-    ev = gpuplan_snapshot_event_count(s);
-    gpuplan_snapshot_free(s);
+      if (time_load_replay(ctx, path, NULL, 0, &t) || time_load_replay(ctx, path, small, len, &tm)) {
+        free(small);
+        return 1;
+      }
+    free(small);
     floor_s = t_min(&t);
     mem_s = t_min(&tm);
+    /* (files[0] is the shortest trace here, linear-grad) */
     printf("fixed cost: load + replay of private-pool.pickle (%zu events): %.1f us, %.1f us of it the file's "
-           "system calls (%.1f us from memory); at that cost alone a 33-event trace reaches %.2f M events/s\n",
-           ev, floor_s * 1e6, (floor_s - mem_s) * 1e6, mem_s * 1e6, 33 / floor_s / 1e6);
+           "system calls (%.1f us from memory); at that cost alone %s's %zu events reach %.2f M events/s\n",
+           ev, floor_s * 1e6, (floor_s - mem_s) * 1e6, mem_s * 1e6, files[0], tt[0].ev,
+           (double)tt[0].ev / floor_s / 1e6);
   }
   if (slow_rate_file)
     printf("slowest exact replay: %s, %.2f M events/s = %.2fx the %.0f M/s budget\n", slow_rate_file,
