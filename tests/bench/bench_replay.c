@@ -29,6 +29,16 @@
  * load does not spoil every repetition of one figure.  Prints rates and
  * ratios to the budgets, and the slowest trace of each; asserts nothing
  * about time.
+ *
+ * With a Python interpreter as the second argument, it also times the
+ * peer every reader of these files has: CPython's pickle.load of the same
+ * file (what torch's own memory viewer does first), at its fastest (the
+ * cyclic garbage collector off, the objects freed after the clock stops),
+ * in the same rounds, and prints how many times faster the load + replay
+ * is, and the 3 M/s budget as a share of the peer's time: a ratio that
+ * moves less from machine to machine than a rate.
+ *
+ *   usage: bench_replay [TRACES_DIR [PYTHON]]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -143,6 +153,7 @@ static int time_load_replay(gpuplan_ctx *ctx, const char *path, const void *buf,
 /* A trace's repetitions, figure by figure, over the rounds. */
 typedef struct trace_times {
   timing load, lr, rep, whatif, mem;
+  timing peer; /* pickle.load's best of each round (seconds) */
   unsigned char *bytes; /* the file, read once (the figure from memory) */
   size_t len, ev;       /* its bytes, its trace events */
 } trace_times;
@@ -235,6 +246,87 @@ static int round_of(gpuplan_ctx *ctx, const char *path, trace_times *tt) {
   return 0;
 }
 
+/* The peer, run by PYTHON -I -S -c PEER SECONDS FILE...: the first line
+ * is the interpreter's version, then for each FILE the fastest of its
+ * repetitions of pickle.load (at least 3, then until SECONDS have passed,
+ * at most 1000), in seconds. */
+static const char PEER[] = "import gc, pickle, sys, time\n"
+                           "gc.disable()\n"
+                           "print('%d.%d' % sys.version_info[:2])\n"
+                           "for p in sys.argv[2:]:\n"
+                           "    best, n, end = 1e9, 0, time.perf_counter() + float(sys.argv[1])\n"
+                           "    while n < 3 or (n < 1000 and time.perf_counter() < end):\n"
+                           "        t = time.perf_counter()\n"
+                           "        with open(p, 'rb') as f:\n"
+                           "            o = pickle.load(f)\n"
+                           "        t = time.perf_counter() - t\n"
+                           "        del o\n"
+                           "        best, n = min(best, t), n + 1\n"
+                           "    print(repr(best))\n";
+
+/* s quoted for sh (in '...', each ' as '\''), appended to d[0..cap);
+ * 0, or 1 when it does not fit. */
+static int sh_quote(char *d, size_t cap, const char *s) {
+  size_t n = strlen(d);
+  if (n + 1 >= cap) return 1;
+  d[n++] = '\'';
+  for (; *s; s++) {
+    if (*s == '\'') {
+      if (n + 4 >= cap) return 1;
+      memcpy(d + n, "'\\''", 4);
+      n += 4;
+    } else {
+      if (n + 1 >= cap) return 1;
+      d[n++] = *s;
+    }
+  }
+  if (n + 2 >= cap) return 1;
+  d[n++] = '\'';
+  d[n++] = ' ';
+  d[n] = 0;
+  return 0;
+}
+
+/* One round of the peer over the nfiles traces in dir, each best into
+ * tt[f].peer, the interpreter's version into ver; 0, or 1 with a message
+ * (the comparison is then left out). */
+static int peer_round(const char *python, const char *dir, const char *const *files, size_t nfiles,
+                      trace_times *tt, char ver[16]) {
+  static char cmd[16384];
+  char secs[32], line[64];
+  size_t f;
+  FILE *p;
+  cmd[0] = 0;
+  snprintf(secs, sizeof secs, "%g", TIME_PER_FIGURE / ROUNDS);
+  if (sh_quote(cmd, sizeof cmd, python)) return 1;
+  strcat(cmd, "-I -S -c ");
+  if (sh_quote(cmd, sizeof cmd, PEER) || sh_quote(cmd, sizeof cmd, secs)) return 1;
+  for (f = 0; f < nfiles; f++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, files[f]);
+    if (sh_quote(cmd, sizeof cmd, path)) return 1;
+  }
+  if (!(p = popen(cmd, "r"))) {
+    fprintf(stderr, "bench_replay: cannot run %s: the comparison with pickle.load is left out\n", python);
+    return 1;
+  }
+  if (!fgets(line, sizeof line, p) || sscanf(line, "%15s", ver) != 1) goto bad;
+  for (f = 0; f < nfiles; f++) {
+    double t;
+    if (!fgets(line, sizeof line, p) || sscanf(line, "%lf", &t) != 1 || !(t > 0)) goto bad;
+    tt[f].peer.t[tt[f].peer.n++] = t;
+  }
+  if (pclose(p) != 0) {
+    fprintf(stderr, "bench_replay: %s failed: the comparison with pickle.load is left out\n", python);
+    return 1;
+  }
+  return 0;
+bad:
+  pclose(p);
+  fprintf(stderr, "bench_replay: %s printed no timings: the comparison with pickle.load is left out\n", python);
+  return 1;
+}
+
 int main(int argc, char **argv) {
   static const char *files[] = {"linear-grad.pickle",          "linear-no-grad.pickle",
                                 "cs336-small-forward.pickle",  "cs336-ctx128-forward.pickle",
@@ -242,6 +334,8 @@ int main(int argc, char **argv) {
                                 "cs336-newest-format.pickle"};
   enum { NFILES = sizeof files / sizeof files[0] };
   const char *dir = argc > 1 ? argv[1] : "tests/data/torch-snapshots";
+  const char *python = argc > 2 ? argv[2] : NULL;
+  char pyver[16] = "";
   double slow_rate = 1e30, slow_lr = 1e30;
   const char *slow_rate_file = NULL, *slow_lr_file = NULL;
   static trace_times tt[NFILES];
@@ -257,7 +351,7 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  for (round = 0; round < ROUNDS; round++)
+  for (round = 0; round < ROUNDS; round++) {
     for (f = 0; f < NFILES; f++) {
       char path[1024];
       snprintf(path, sizeof path, "%s/%s", dir, files[f]);
@@ -267,6 +361,8 @@ int main(int argc, char **argv) {
         return 1;
       }
     }
+    if (python && peer_round(python, dir, files, NFILES, tt, pyver)) python = NULL;
+  }
   printf("snapshot replay, events/s (fastest of >= %d runs in %d rounds; median in brackets)\n",
          MIN_REPS * ROUNDS, ROUNDS);
   printf("  budgets: exact replay %.0f M/s, load + replay %.0f M/s\n", REPLAY_BUDGET / 1e6,
@@ -301,6 +397,17 @@ int main(int argc, char **argv) {
     extra = t_min(&tt[f].lr) - t_min(&tt[f].mem);
     printf("  %-28s  %6.2f = %5.2fx              %8.1f (%5.1f%%)\n", files[f], mem / 1e6,
            mem / LOAD_REPLAY_BUDGET, extra * 1e6, 100 * extra / budget);
+  }
+  if (python) {
+    printf("against CPython %s's pickle.load of the same file (the reader torch's memory viewer uses, at its fastest: "
+           "gc off, the objects freed after the clock stops):\n", pyver);
+    printf("  %-28s  %14s  %15s  %8s  %s\n", "trace", "pickle.load us", "load+replay us", "faster",
+           "3 M/s budget us (of pickle.load)");
+    for (f = 0; f < NFILES; f++) {
+      const double peer = t_min(&tt[f].peer), lr = t_min(&tt[f].lr), budget = (double)tt[f].ev / LOAD_REPLAY_BUDGET;
+      printf("  %-28s  %14.1f  %15.1f  %7.2fx  %10.1f (%5.1f%%)\n", files[f], peer * 1e6, lr * 1e6, peer / lr,
+             budget * 1e6, 100 * budget / peer);
+    }
   }
   {
     /* The fixed cost of a load + replay (open, read, set up the loader,
