@@ -161,7 +161,6 @@ typedef struct loader {
   int runs_failed;    /* out of memory for them: go without */
   unsigned char *rstore; /* the bytes of the runs remembered, where the window moves on */
   size_t rstore_len, rstore_cap;
-  int runs_stored;    /* runs[].off is in rstore (else in the input, which stays whole) */
   unsigned char *bump; /* lalloc's current region of the arena */
   size_t bump_left, bump_next;
   char point;         /* the C library's decimal point, '\0' until needed */
@@ -176,7 +175,7 @@ typedef struct loader {
   uint32_t *moff;     /* memo[i] == &lazy[LZ_STR]: offset of the opcode that pushed it */
   size_t moff_cap;
   size_t str_at, str_end; /* the skip machine's last unbuilt string: its opcode, its end */
-  size_t str_stored;  /* rd: where store holds it (SIZE_MAX: not yet) */
+  size_t str_stored;  /* moves: where store holds it (SIZE_MAX: not yet) */
   /* Reading in a window (gpuplan__pickle_load_reader): buf holds the
    * input's bytes [base, base + len), and every position (pos, at,
    * str_at, str_end) is relative to it; fill() moves the window
@@ -186,8 +185,13 @@ typedef struct loader {
   size_t wcap, ahead;
   uint64_t base;
   int eof;            /* rd: nothing more to read */
+  int moves;          /* rd, and the input larger than the first window: the
+                       * window moves on, so what the memo and the run cache
+                       * point at is copied (store, rstore); else the first
+                       * fill reads the input whole and nothing moves (base
+                       * stays 0), and they point into buf as without rd */
   uint64_t total;     /* the input's length (rd: its stated size) */
-  unsigned char *store; /* rd: the opcodes of the strings LZ_STR memo entries stand for */
+  unsigned char *store; /* moves: the opcodes of the strings LZ_STR memo entries stand for */
   size_t store_len, store_cap;
   /* Decoding (gpuplan__pickle_load_decode; see decode_value). */
   const gpuplan__pickle_decode *decode;
@@ -806,7 +810,7 @@ HOT int memo_has(const loader *l, uint64_t idx) {
 /* Where the last unbuilt string's opcode would be found by build_lazy_str:
  * in buf, or (rd) in store, where it is copied at its first PUT. */
 static size_t lazy_where(const loader *l) {
-  if (!l->rd) return l->str_at;
+  if (!l->moves) return l->str_at;
   return l->str_stored != SIZE_MAX ? l->str_stored : l->store_len;
 }
 
@@ -821,7 +825,7 @@ HOT int memo_lazy(const loader *l, const gpuplan__pv *top, size_t at) {
 HOT int memo_ready(const loader *l, uint64_t idx, int lazy) {
   return idx < l->memo_cap &&
          (!lazy || (l->moff && l->moff_cap >= l->memo_cap &&
-                    (!l->rd || l->str_stored != SIZE_MAX || l->store_cap - l->store_len >= l->str_end - l->str_at)));
+                    (!l->moves || l->str_stored != SIZE_MAX || l->store_cap - l->store_len >= l->str_end - l->str_at)));
 }
 
 /* Record top as memo entry idx, where memo_ready says there is room.
@@ -834,12 +838,12 @@ HOT void memo_set(loader *l, uint64_t idx, gpuplan__pv *top, int lazy, size_t af
   else l->memo_gen++; /* (an entry replaced: see struct dkt) */
   *w |= bit;
   if (lazy) {
-    if (l->rd && l->str_stored == SIZE_MAX) {
+    if (l->moves && l->str_stored == SIZE_MAX) {
       memcpy(l->store + l->store_len, l->buf + l->str_at, l->str_end - l->str_at);
       l->str_stored = l->store_len;
       l->store_len += l->str_end - l->str_at;
     }
-    l->moff[idx] = (uint32_t)(l->rd ? l->str_stored : l->str_at);
+    l->moff[idx] = (uint32_t)(l->moves ? l->str_stored : l->str_at);
     l->memo[idx] = &l->lazy[LZ_STR];
     l->str_end = after;
     return;
@@ -874,7 +878,7 @@ static int memo_put(loader *l, uint64_t idx) {
     memset(l->mbits + (old + 63) / 64, 0, ((cap + 63) / 64 - (old + 63) / 64) * sizeof *l->mbits);
     l->memo_cap = cap;
   }
-  if (lazy && l->rd && l->str_stored == SIZE_MAX && l->store_cap - l->store_len < l->str_end - l->str_at) {
+  if (lazy && l->moves && l->str_stored == SIZE_MAX && l->store_cap - l->store_len < l->str_end - l->str_at) {
     /* The window moves on: the string's opcode is kept in store. */
     size_t n = l->str_end - l->str_at;
     void *m = l->store;
@@ -897,8 +901,8 @@ static int memo_put(loader *l, uint64_t idx) {
 /* Build the string a LZ_STR memo entry stands for, from its opcode at at,
  * which the skip machine has run (so it fits the input). */
 static int build_lazy_str(loader *l, size_t at, gpuplan__pv **out) {
-  const unsigned char *b = l->rd ? l->store + at : l->buf + at;
-  size_t left = (l->rd ? l->store_len : l->len) - at, hdr;
+  const unsigned char *b = l->moves ? l->store + at : l->buf + at;
+  size_t left = (l->moves ? l->store_len : l->len) - at, hdr;
   uint64_t n;
   gpuplan__pv_type t = GPUPLAN__PV_STR;
   switch (b[0]) {
@@ -1039,8 +1043,6 @@ static int make_runs(loader *l) {
   l->runs = m;
   l->run_next = (unsigned char *)(l->runs + buckets * RUN_WAYS);
   l->nruns = buckets * RUN_WAYS;
-  /* A window that holds the whole input never moves on: runs stay there. */
-  l->runs_stored = l->rd && l->total > l->wcap;
   return 1;
 }
 
@@ -1052,7 +1054,7 @@ static int make_runs(loader *l) {
 #define RSTORE_MAX ((size_t)16 << 20)
 static int run_keep(loader *l, size_t n) {
   size_t most = l->total / 8 < RSTORE_MIN ? RSTORE_MIN : l->total / 8 > RSTORE_MAX ? RSTORE_MAX : (size_t)(l->total / 8);
-  if (!l->runs_stored) return 1;
+  if (!l->moves) return 1;
   if (n > most - l->rstore_len || l->rstore_len > most) return 0;
   if (l->rstore_cap - l->rstore_len < n) {
     size_t cap = l->rstore_cap ? 2 * l->rstore_cap : 16384;
@@ -1114,7 +1116,7 @@ HOT int memo_room(const loader *l, size_t n, size_t b, size_t at) {
   if (l->memo_len + n > l->memo_cap || l->memo_len + n > l->total) return 0;
   if (!b) return 1;
   if (!l->moff || l->moff_cap < l->memo_cap) return 0;
-  return l->rd ? l->store_cap - l->store_len >= b && l->store_len + b <= UINT32_MAX : at <= UINT32_MAX;
+  return l->moves ? l->store_cap - l->store_len >= b && l->store_len + b <= UINT32_MAX : at <= UINT32_MAX;
 }
 
 /* A new stack frame's dict at pos, the form torch pickles one in:
@@ -1339,7 +1341,7 @@ static size_t ref_run(loader *l, size_t *end) {
       const run_seen *c = &b[w];
       if (c->len && c->head == head && c->len < len - pos &&
           (buf[pos + c->len] == OP_APPENDS || buf[pos + c->len] == OP_ADDITEMS) &&
-          memcmp(buf + pos, (l->runs_stored ? l->rstore : buf) + c->off, c->len) == 0) {
+          memcmp(buf + pos, (l->moves ? l->rstore : buf) + c->off, c->len) == 0) {
         *end = pos + c->len;
         return c->cnt;
       }
@@ -1361,7 +1363,7 @@ static size_t ref_run(loader *l, size_t *end) {
     l->run_next[bucket] = (unsigned char)((l->run_next[bucket] + 1) % RUN_WAYS);
     rs->head = head;
     rs->len = pos - l->pos;
-    if (l->runs_stored) {
+    if (l->moves) {
       /* (the window will move on: the run's bytes are kept) */
       memcpy(l->rstore + l->rstore_len, buf + l->pos, rs->len);
       rs->off = l->rstore_len;
@@ -3233,6 +3235,7 @@ static int load_once(gpuplan_ctx *ctx, const void *buf, size_t len, const gpupla
     }
     l.wcap = (size_t)w;
     l.buf = l.win;
+    l.moves = l.total > l.wcap;
   } else {
     l.buf = buf;
     l.len = len;
