@@ -26,6 +26,18 @@ add_test(NAME test_pickle COMMAND test_pickle)
 set_tests_properties(test_pickle PROPERTIES LABELS "unit;c"
                      ENVIRONMENT "${GPUPLAN_TEST_ENV}")
 
+# The fuzz target over its seed corpus with a plain driver, in every build
+# (as fuzz.cmake runs the other targets'): the inputs libFuzzer once found
+# failing stay checked without clang.
+file(GLOB _pickle_seeds ${CMAKE_CURRENT_LIST_DIR}/fuzz/corpus/pickle/*)
+add_executable(fuzz_pickle_corpus ${CMAKE_CURRENT_LIST_DIR}/fuzz/fuzz_pickle.c
+               ${CMAKE_CURRENT_LIST_DIR}/fuzz/run_corpus.c ${_pickle_sources})
+target_include_directories(fuzz_pickle_corpus PRIVATE ${_pickle_includes})
+target_compile_definitions(fuzz_pickle_corpus PRIVATE GPUPLAN_TESTING)
+target_link_libraries(fuzz_pickle_corpus PRIVATE m)
+add_test(NAME fuzz_pickle_corpus COMMAND fuzz_pickle_corpus ${_pickle_seeds})
+set_tests_properties(fuzz_pickle_corpus PROPERTIES LABELS "unit;c" ENVIRONMENT "${GPUPLAN_TEST_ENV}")
+
 # libFuzzer target, and a 20-second smoke run over the seed corpus.  New
 # inputs go to the build tree; the seeds in the source tree stay read-only.
 if(GPUPLAN_BUILD_FUZZERS)
