@@ -134,9 +134,11 @@ static void test_replay__altered_files_diverge_where_altered(void **state) {
   expect_divergence("linear-grad-moved-alloc.pickle", 7, "the trace at 0x7f0d06000200");
   expect_divergence("linear-grad-bad-final.pickle", 33, "final state");
   /* a segment_free whose segment is still live at the end, freed at its
-   * address or inside it (generate.py): the rebuild cannot undo it */
+   * address or inside it, or whose range holds a live segment's start
+   * (generate.py): the rebuild cannot undo it */
   expect_divergence("segment-free-live.pickle", 0, "segment_free at 0x7f0000000000 overlaps a live segment");
   expect_divergence("segment-free-inside-live.pickle", 0, "segment_free at 0x7f0000200000 overlaps a live segment");
+  expect_divergence("segment-free-over-live.pickle", 0, "segment_free at 0x7f0000000000 overlaps a live segment");
 }
 
 static void test_replay__recorded_oom_reproduces_pytorch_text(void **state) {

@@ -1027,21 +1027,32 @@ static void join_ranges(state *st, tpool *t, size_t a) {
   st->v[a]->tcount = n;
 }
 
+/* Where a segment [addr, addr + size) would go among st's (*at: the first
+ * at or above addr), and whether one there overlaps it: the one at *at
+ * starting inside it (at addr, for size 0), or the one before reaching
+ * past addr.  A segment_free or segment_unmap undone makes such a range
+ * live again. */
+static int range_taken(const state *st, uint64_t addr, uint64_t size, size_t *at) {
+  size_t lo = 0, hi = st->n;
+  while (lo < hi) {
+    size_t m = lo + (hi - lo) / 2;
+    if (st->v[m]->addr < addr) lo = m + 1;
+    else hi = m;
+  }
+  *at = lo;
+  return (lo < st->n && st->v[lo]->addr - addr < (size ? size : 1)) ||
+         (lo > 0 && st->v[lo - 1]->addr + st->v[lo - 1]->size > addr);
+}
+
 /* Undo a segment_unmap (R29): [addr, addr + size) was mapped and free,
  * merged with the mapped ranges right before and after it. */
 static int undo_unmap(const gpuplan_snapshot *s, const gpuplan_alloc_event *e, size_t i, state *st, tpool *t,
                       gpuplan_replay_result *r) {
-  size_t lo = 0, hi = st->n;
+  size_t lo;
   uint64_t end = e->addr + e->size;
   rseg proto;
   rblock b;
-  while (lo < hi) {
-    size_t m = lo + (hi - lo) / 2;
-    if (st->v[m]->addr < e->addr) lo = m + 1;
-    else hi = m;
-  }
-  if ((lo < st->n && st->v[lo]->addr < end) ||
-      (lo > 0 && st->v[lo - 1]->addr + st->v[lo - 1]->size > e->addr))
+  if (range_taken(st, e->addr, e->size, &lo))
     return diverge(r, i, "rebuilding: segment_unmap of %llu bytes at 0x%llx overlaps a mapped range",
                    (unsigned long long)e->size, (unsigned long long)e->addr), GPUPLAN_OK;
   memset(&proto, 0, sizeof proto);
@@ -1170,16 +1181,8 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
     case GPUPLAN_ACT_SEGMENT_FREE: {
       rseg *ns;
       rblock b;
-      size_t lo = 0, hi = st->n;
-      /* lo: the first segment at or above addr; the one holding addr, if
-       * any, is it (at addr) or the one before (reaching past addr) */
-      while (lo < hi) {
-        size_t m = lo + (hi - lo) / 2;
-        if (st->v[m]->addr < e->addr) lo = m + 1;
-        else hi = m;
-      }
-      if ((lo < st->n && st->v[lo]->addr == e->addr && st->v[lo]->size > 0) ||
-          (lo > 0 && st->v[lo - 1]->addr + st->v[lo - 1]->size > e->addr))
+      size_t lo;
+      if (range_taken(st, e->addr, e->size, &lo))
         return diverge(r, i, "rebuilding: segment_free at 0x%llx overlaps a live segment", (unsigned long long)e->addr), GPUPLAN_OK;
       GPUPLAN_TRY(state_room(ctx, st));
       {

@@ -86,7 +86,8 @@ write("unsplit-remainder.pickle", {
 
 # A segment_free the rebuild cannot undo: the segment it names is still
 # live at the end, at the freed address (segment-free-live) or holding it
-# (segment-free-inside-live).  Undone, it would make a second segment
+# (segment-free-inside-live), or a live segment starts inside the freed
+# range (segment-free-over-live).  Undone, it would make a second segment
 # over the first; the start diverges at that event instead.
 write("segment-free-live.pickle", {
     "segments": [seg(S0, [(20 * MiB, 0, False)])],
@@ -95,6 +96,10 @@ write("segment-free-live.pickle", {
 write("segment-free-inside-live.pickle", {
     "segments": [seg(S0, [(20 * MiB, 0, False)])],
     "device_traces": [[ev("segment_free", S0 + 2 * MiB, 2 * MiB)]],
+    "allocator_settings": SETTINGS})
+write("segment-free-over-live.pickle", {
+    "segments": [seg(S0 + 4 * MiB, [(20 * MiB, 0, False)])],
+    "device_traces": [[ev("segment_free", S0, 8 * MiB)]],
     "allocator_settings": SETTINGS})
 
 # AL-1: the same remainder, shown only by where an allocation did *not*
