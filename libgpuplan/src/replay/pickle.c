@@ -114,7 +114,7 @@ typedef struct int_seen {
 #define RUN_HEAD 16
 #define RUN_SCAN 4096 /* how far the first APPENDS byte is looked for */
 typedef struct run_seen {
-  uint64_t off; /* its bytes: in the input (whole), or in the run store (rd) */
+  uint64_t off; /* its bytes: in the input (whole), or in the run store (moves) */
   size_t len, cnt;
   uint64_t head; /* a fingerprint of the first RUN_HEAD bytes */
 } run_seen;
@@ -808,7 +808,7 @@ HOT int memo_has(const loader *l, uint64_t idx) {
 }
 
 /* Where the last unbuilt string's opcode would be found by build_lazy_str:
- * in buf, or (rd) in store, where it is copied at its first PUT. */
+ * in buf, or (moves) in store, where it is copied at its first PUT. */
 static size_t lazy_where(const loader *l) {
   if (!l->moves) return l->str_at;
   return l->str_stored != SIZE_MAX ? l->str_stored : l->store_len;
@@ -1110,7 +1110,7 @@ HOT size_t push_room(const loader *l, size_t sp, size_t pushes) {
 
 /* Room for n memo entries now, without growing anything: the memo, and
  * where some are unbuilt strs, of b bytes of opcodes in all, the last at
- * at (b 0: none), the stand-ins' offsets and (rd) the store, with offsets
+ * at (b 0: none), the stand-ins' offsets and (moves) the store, with offsets
  * that fit 32 bits (lazy_where): memo_ready's conditions, for each. */
 HOT int memo_room(const loader *l, size_t n, size_t b, size_t at) {
   if (l->memo_len + n > l->memo_cap || l->memo_len + n > l->total) return 0;
