@@ -1032,7 +1032,7 @@ static void join_ranges(state *st, tpool *t, size_t a) {
  * starting inside it (at addr, for size 0), or the one before reaching
  * past addr.  A segment_free or segment_unmap undone makes such a range
  * live again. */
-static int range_taken(const state *st, uint64_t addr, uint64_t size, size_t *at) {
+static inline int range_taken(const state *st, uint64_t addr, uint64_t size, size_t *at) {
   size_t lo = 0, hi = st->n;
   while (lo < hi) {
     size_t m = lo + (hi - lo) / 2;
