@@ -101,6 +101,9 @@ int cli_run(cli *c, int cmd, int argc, char **argv, const char *usage, const cha
 
 /* Reading documents (render_*.c). */
 const gpuplan_value *dv(const gpuplan_value *v, const char *path);
+/* The memory_stats object of a replay or simulate document, when present:
+ * torch.cuda.memory_stats()'s keys and values, one a line, under title. */
+void print_memory_stats(const gpuplan_value *r, const char *title);
 double dnum(const gpuplan_value *v, const char *path);   /* NaN when null or absent */
 int64_t dint(const gpuplan_value *v, const char *path);
 const char *dstr(const gpuplan_value *v, const char *path); /* "" when null */

@@ -24,7 +24,8 @@ static const char replay_about[] =
     "fragmentation, and whether and where it would run out of memory.\n"
     "PYTORCH_ALLOC_CONF (or the older PYTORCH_CUDA_ALLOC_CONF) in the\n"
     "environment counts as --alloc-conf, as in PyTorch; --alloc-conf wins.\n"
-    "--summary prints torch.cuda.memory_summary() at the end of the replay.\n"
+    "--summary prints torch.cuda.memory_summary() at the end of the replay,\n"
+    "--memory-stats torch.cuda.memory_stats() (the keys of the --torch release).\n"
     "--html OUT writes a self-contained page: memory over the replay, the peak,\n"
     "the segment map at the peak (and at the OOM), the OOM message.\n";
 
@@ -113,6 +114,7 @@ static int render_replay(cli *c, gpuplan_doc *doc) {
                : "the whole history is in the trace");
     fputs(dstr(r, "summary"), stdout);
   }
+  print_memory_stats(r, "memory_stats() at the end of the replay:");
   if (dv(r, "html") && !disnull(r, "html")) printf("html page: %s\n", term_safe(dstr(r, "html"), file, sizeof file));
   return EXIT_OK;
 }
@@ -121,6 +123,6 @@ int cmd_replay(cli *c, int argc, char **argv) {
   replay_args ra = {0};
   return cli_run(c, gpuplan_command_find("replay"), argc, argv,
                  "usage: gpuplan replay FILE.pickle [--alloc-conf S] [--gpu SKU | --capacity MIB] "
-                 "[--torch V] [--device N] [--summary] [--html OUT] [--json]",
+                 "[--torch V] [--device N] [--summary] [--memory-stats] [--html OUT] [--json]",
                  replay_about, render_replay, replay_extra, &ra);
 }

@@ -39,7 +39,8 @@ static const char simulate_about[] =
     "operation, PyTorch's message) and the comparison with `gpuplan plan`.\n"
     "PYTORCH_ALLOC_CONF (or the older PYTORCH_CUDA_ALLOC_CONF) in the\n"
     "environment counts as --alloc-conf, as the --torch release read it;\n"
-    "--alloc-conf wins.  --summary prints torch.cuda.memory_summary() at the end.\n";
+    "--alloc-conf wins.  --summary prints torch.cuda.memory_summary() at the end,\n"
+    "--memory-stats torch.cuda.memory_stats() (the keys of the --torch release).\n";
 
 /* simulate reads the environment as replay does (cmd_replay.c): the new
  * name first, then its deprecated alias; an empty value is unset.  Which
@@ -377,6 +378,7 @@ static int render_simulate(cli *c, gpuplan_doc *doc) {
     printf("\nmemory_summary() at the end of the run:\n");
     fputs(dstr(r, "summary"), stdout);
   }
+  print_memory_stats(r, "memory_stats() at the end of the run:");
   if ((d = dv(r, "on_device"))) {
     double pred = dnum(d, "predicted_peak_reserved_bytes"), act = dnum(d, "actual_peak_reserved_bytes");
     printf("\non %s (device %lld, %.0f MiB, %.0f MiB free before the run):\n", dstr(d, "device"),
@@ -443,6 +445,6 @@ int cmd_simulate(cli *c, int argc, char **argv) {
   simulate_args sa = {0};
   return cli_run(c, gpuplan_command_find("simulate"), argc, argv,
                  "usage: gpuplan simulate MODEL --gpu SKU [plan options] [--steps N] [--alloc-conf S] [--torch V] "
-                 "[--summary] [--json]",
+                 "[--summary] [--memory-stats] [--json]",
                  simulate_about, render_simulate, simulate_extra, &sa);
 }

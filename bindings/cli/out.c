@@ -195,6 +195,15 @@ void table_free(table *t) {
 
 const gpuplan_value *dv(const gpuplan_value *v, const char *path) { return gpuplan_value_path(v, path); }
 
+void print_memory_stats(const gpuplan_value *r, const char *title) {
+  const gpuplan_value *m = gpuplan_value_get(r, "memory_stats");
+  size_t i;
+  if (gpuplan_value_type_of(m) != GPUPLAN_VALUE_OBJECT) return;
+  printf("\n%s\n", title);
+  for (i = 0; i < gpuplan_value_count(m); i++)
+    printf("  %-40s %lld\n", gpuplan_value_key(m, i), (long long)gpuplan_value_int(gpuplan_value_at(m, i)));
+}
+
 double dnum(const gpuplan_value *v, const char *path) {
   const gpuplan_value *x = gpuplan_value_path(v, path);
   gpuplan_value_type t = gpuplan_value_type_of(x);

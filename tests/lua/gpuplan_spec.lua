@@ -196,6 +196,22 @@ describe("gpuplan (Lua " .. (jit and jit.version or _VERSION) .. ")", function()
       assert.is_string(code)
     end)
 
+    it("replay's memory_stats are torch.cuda.memory_stats() keys, as the CLI's", function()
+      local f = H.trace("linear-grad.pickle")
+      local got = assert(gpuplan.replay(f, { memory_stats = true, torch = "1.13" }))
+      H.same(H.cli_json("replay", f, "--memory-stats", "--torch", "1.13"), got)
+      local m = got.memory_stats
+      local n = 0
+      for _ in pairs(m) do n = n + 1 end
+      assert.equal(107, n) -- 1.13: no requested_bytes, no device counters
+      assert.is_nil(m["requested_bytes.all.peak"])
+      assert.equal(got.peak_allocated_bytes, m["allocated_bytes.all.peak"])
+      assert.equal(got.peak_reserved_bytes, m["reserved_bytes.all.peak"])
+      assert.equal(-1, m.max_split_size)
+      got = assert(gpuplan.replay(f, { memory_stats = true }))
+      assert.equal(got.segment_allocs, got.memory_stats.num_device_alloc)
+    end)
+
     it("replay with html writes the page and names it", function()
       local f = H.trace("linear-grad.pickle")
       local out = os.tmpname()

@@ -316,7 +316,9 @@ static gpuplan_doc *simulate(fixture *f, const char *torch, const char *conf, co
                                           : !strcmp(from, "PYTORCH_ALLOC_CONF") ? "env_alloc_conf" : "env_cuda_alloc_conf",
                                      conf),
                      GPUPLAN_OK);
-  if (summary) assert_int_equal(gpuplan_job_set(job, "summary", "true"), GPUPLAN_OK);
+  /* summary: 1 memory_summary(), 2 memory_stats() */
+  if (summary & 1) assert_int_equal(gpuplan_job_set(job, "summary", "true"), GPUPLAN_OK);
+  if (summary & 2) assert_int_equal(gpuplan_job_set(job, "memory_stats", "true"), GPUPLAN_OK);
   rc = gpuplan_job_run(job, "simulate", &doc);
   gpuplan_job_free(job);
   if (rc) return NULL;
@@ -369,6 +371,45 @@ static void test_releases__simulate_job(void **state) {
   gpuplan_doc_free(d);
 }
 
+/* memory_stats: torch.cuda.memory_stats()'s flat keys as each release has
+ * them (Module.cpp _cuda_memoryStats: 8 StatArrays of 3 pools x 4 metrics,
+ * 2 Stats, 3 counters = 107 in 1.13; requested_bytes adds 12 in 2.0; the
+ * three device counters came in 2.3), sorted as memory_stats() sorts them,
+ * the figures the document's own. */
+static void test_releases__memory_stats_keys(void **state) {
+  fixture *f = *state;
+  static const struct {
+    const char *torch;
+    size_t keys;
+    int requested, counters;
+  } want[] = {{"1.13", 107, 0, 0}, {"2.0", 119, 1, 0}, {"2.2", 119, 1, 0}, {"2.3", 122, 1, 1}, {NULL, 122, 1, 1}};
+  size_t i, k;
+  for (i = 0; i < sizeof want / sizeof want[0]; i++) {
+    gpuplan_doc *d;
+    const gpuplan_value *root, *m;
+    assert_non_null(d = simulate(f, want[i].torch, NULL, NULL, 2));
+    root = gpuplan_doc_root(d);
+    assert_non_null(m = gpuplan_value_get(root, "memory_stats"));
+    assert_int_equal(gpuplan_value_count(m), want[i].keys);
+    for (k = 1; k < gpuplan_value_count(m); k++)
+      assert_true(strcmp(gpuplan_value_key(m, k - 1), gpuplan_value_key(m, k)) < 0);
+    assert_int_equal(gpuplan_value_get(m, "requested_bytes.all.peak") != NULL, want[i].requested);
+    assert_int_equal(gpuplan_value_get(m, "num_device_alloc") != NULL, want[i].counters);
+    assert_int_equal(gpuplan_value_get(m, "num_sync_all_streams") != NULL, want[i].counters);
+    assert_int_equal(gpuplan_value_int(gpuplan_value_get(m, "allocated_bytes.all.peak")),
+                     gpuplan_value_int(gpuplan_value_get(root, "peak_allocated_bytes")));
+    assert_int_equal(gpuplan_value_int(gpuplan_value_get(m, "reserved_bytes.all.peak")),
+                     gpuplan_value_int(gpuplan_value_get(root, "peak_reserved_bytes")));
+    assert_int_equal(gpuplan_value_int(gpuplan_value_get(m, "max_split_size")), -1);
+    /* the aggregate is the sum of the pools */
+    assert_int_equal(gpuplan_value_int(gpuplan_value_get(m, "allocation.all.allocated")),
+                     gpuplan_value_int(gpuplan_value_get(m, "allocation.large_pool.allocated")) +
+                         gpuplan_value_int(gpuplan_value_get(m, "allocation.small_pool.allocated")));
+    assert_null(gpuplan_value_path(root, "summary"));
+    gpuplan_doc_free(d);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_releases__values, fixture_setup, fixture_teardown),
@@ -381,6 +422,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_releases__oom_text, fixture_setup, fixture_teardown),
     cmocka_unit_test_setup_teardown(test_releases__summary_layout, fixture_setup, fixture_teardown),
     cmocka_unit_test_setup_teardown(test_releases__simulate_job, fixture_setup, fixture_teardown),
+    cmocka_unit_test_setup_teardown(test_releases__memory_stats_keys, fixture_setup, fixture_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

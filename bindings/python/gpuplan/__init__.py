@@ -195,7 +195,8 @@ class Catalog(_Catalog):
     def replay(self, path, **options):
         """Replay a torch memory snapshot (``gpuplan replay FILE --json``); options
         as the command's: ``alloc_conf``, ``capacity`` (MiB, or "18700MiB"),
-        ``gpu``, ``device``, ``timeline``, ``summary``, ``torch``."""
+        ``gpu``, ``device``, ``timeline``, ``summary``, ``memory_stats`` (torch.cuda.memory_stats()'s
+        keys and values at the end), ``torch``."""
         if isinstance(path, (bytes, bytearray, memoryview)):
             return self.replay_bytes(bytes(path), **options)
         return self.run("replay", file=_os.fspath(path), **options)

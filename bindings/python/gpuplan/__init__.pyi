@@ -427,6 +427,7 @@ class Catalog:
         torch: Optional[Literal["latest", "2.10", "2.9", "2.8", "2.7", "2.6", "2.5", "2.4", "2.3", "2.2", "2.1", "2.x", "2.0", "1.13"]] = ...,
         summary: Optional[bool] = ...,
         abbreviated: Optional[bool] = ...,
+        memory_stats: Optional[bool] = ...,
         layers: Optional[Union[int, str]] = ...,
         hidden: Optional[Union[int, str]] = ...,
         heads: Optional[Union[int, str]] = ...,

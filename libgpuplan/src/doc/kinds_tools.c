@@ -69,6 +69,7 @@ static const gpuplan_result_field replay_fields[] = {
   {"oom_message", S, "", "PyTorch's OutOfMemoryError text for it"},
   {"warnings", A, "", "what the figures do not show (an empty trace, segments dropped to fit, ...)"},
   {"summary", S, "", "summary option: torch.cuda.memory_summary() at the end of the replay"},
+  MEMORY_STATS_FIELDS
   {"html", S, "",
    "html option: the page written (allocated and reserved bytes over the replay, the peaks, the segment map at "
    "the peak and at the OOM, the OOM message)"},

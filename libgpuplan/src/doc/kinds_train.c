@@ -334,6 +334,7 @@ static const gpuplan_result_field simulate_fields[] = {
   {"snapshot", S, "", "the snapshot file written, if any"},
   {"warnings", A, "", "what the run could not follow as asked (settings a release ignored)"},
   {"summary", S, "", "summary option: torch.cuda.memory_summary() at the end of the run"},
+  MEMORY_STATS_FIELDS
   {"on_device", O, "", "the same steps on a real CUDA device (on option)"},
   {"on_device.device", S, "", "device name"},
   {"on_device.index", I, "", "device index"},

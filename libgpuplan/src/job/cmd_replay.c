@@ -5,7 +5,9 @@
  * if" (other settings, a device of a given capacity), as one document;
  * with the html option, also as a page (replay/html.c).
  */
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc/alloc_int.h"
@@ -26,6 +28,64 @@ typedef struct replay_job {
   const char *html;               /* the page to write, or NULL */
   char conf_warn[512];            /* the environment's settings the release ignores */
 } replay_job;
+
+/* torch.cuda.memory_stats() (tools_int.h).  The dict torch/csrc/cuda/
+ * Module.cpp (_cuda_memoryStats) builds, flattened and sorted by
+ * torch/cuda/memory.py's memory_stats(): StatArrays as
+ * NAME.{all,large_pool,small_pool}.{current,peak,allocated,freed} (c10's
+ * StatType: 0 aggregate, 1 small, 2 large), Stats as NAME.{...}, counters
+ * by name.  requested_bytes came in 2.0 (pytorch#88575); the three device
+ * counters in 2.3 (pytorch#120050, merged 2024-02-27). */
+/* Keys are static strings (the document does not copy them): one table,
+ * each key with the int64_t it reads and the release it came in. */
+typedef struct ms_key {
+  const char *key;
+  size_t off;
+  unsigned since;
+} ms_key;
+
+#define MS_OFF(member) offsetof(gpuplan_alloc_stats, member)
+#define MS_STAT(name, member, since)                                                     \
+  {name ".current", MS_OFF(member.current), since}, {name ".peak", MS_OFF(member.peak), since}, \
+  {name ".allocated", MS_OFF(member.allocated), since}, {name ".freed", MS_OFF(member.freed), since},
+#define MS_ARRAY(name, since)                                                            \
+  MS_STAT(#name ".all", name[GPUPLAN_POOL_ALL], since)                                   \
+  MS_STAT(#name ".small_pool", name[GPUPLAN_POOL_SMALL], since)                          \
+  MS_STAT(#name ".large_pool", name[GPUPLAN_POOL_LARGE], since)
+static const ms_key ms_keys[] = {
+  MS_ARRAY(allocation, 0) MS_ARRAY(segment, 0) MS_ARRAY(active, 0) MS_ARRAY(inactive_split, 0)
+  MS_ARRAY(allocated_bytes, 0) MS_ARRAY(reserved_bytes, 0) MS_ARRAY(active_bytes, 0)
+  MS_ARRAY(inactive_split_bytes, 0) MS_ARRAY(requested_bytes, 200)
+  MS_STAT("oversize_allocations", oversize_allocations, 0) MS_STAT("oversize_segments", oversize_segments, 0)
+  {"num_alloc_retries", MS_OFF(num_alloc_retries), 0},
+  {"num_ooms", MS_OFF(num_ooms), 0},
+  {"max_split_size", MS_OFF(max_split_size), 0},
+  {"num_sync_all_streams", MS_OFF(num_sync_all_streams), 203},
+  {"num_device_alloc", MS_OFF(num_device_alloc), 203},
+  {"num_device_free", MS_OFF(num_device_free), 203},
+};
+#undef MS_ARRAY
+#undef MS_STAT
+#undef MS_OFF
+
+static int ms_cmp(const void *x, const void *y) {
+  return strcmp((*(const ms_key *const *)x)->key, (*(const ms_key *const *)y)->key);
+}
+
+void gpuplan__doc_memory_stats(gpuplan__docb *b, const gpuplan_alloc_stats *st, unsigned release) {
+  const ms_key *k[sizeof ms_keys / sizeof ms_keys[0]];
+  size_t n = 0, i;
+  int64_t v;
+  for (i = 0; i < sizeof ms_keys / sizeof ms_keys[0]; i++)
+    if (release >= ms_keys[i].since) k[n++] = &ms_keys[i];
+  qsort(k, n, sizeof k[0], ms_cmp);
+  gpuplan__doc_obj(b, "memory_stats");
+  for (i = 0; i < n; i++) {
+    memcpy(&v, (const char *)st + k[i]->off, sizeof v);
+    gpuplan__doc_int(b, k[i]->key, v);
+  }
+  gpuplan__doc_end(b);
+}
 
 /* The allocator settings of a replay or a simulation (tools_int.h). */
 int gpuplan__alloc_conf_source(gpuplan_job *j, unsigned release, const char **conf, const char **from, char *warn,
@@ -155,6 +215,7 @@ static int replay_doc(gpuplan_job *j, const replay_job *rj, const gpuplan_snapsh
   x.timeline = timeline || rj->html; /* the page draws it */
   x.summary = (int)gpuplan__job_int(j, TOPT(T_SUMMARY), 0) || gpuplan__job_int(j, TOPT(T_ABBREVIATED), 0);
   x.abbreviated = (int)gpuplan__job_int(j, TOPT(T_ABBREVIATED), 0);
+  x.want_stats = (int)gpuplan__job_int(j, TOPT(T_MEMORY_STATS), 0);
   x.layout = rj->torch->rules;
   if (rj->html) {
     /* The page's segment maps: the allocator's own layout at the peak and
@@ -251,6 +312,7 @@ static int replay_doc(gpuplan_job *j, const replay_job *rj, const gpuplan_snapsh
   for (i = 0; i < x.nwarn; i++) gpuplan__doc_str(b, NULL, x.warn[i]);
   gpuplan__doc_end(b);
   if (x.summary) gpuplan__doc_str(b, "summary", x.summary_text);
+  if (x.want_stats) gpuplan__doc_memory_stats(b, &x.stats, gpuplan__release_of(rj->torch->rules));
   if (rj->html) gpuplan__doc_str(b, "html", rj->html);
   if (timeline) {
     gpuplan__doc_obj(b, "timeline");

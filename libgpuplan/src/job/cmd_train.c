@@ -1113,6 +1113,7 @@ int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
   sum.want = (int)gpuplan__job_int(j, TOPT(T_SUMMARY), 0) || gpuplan__job_int(j, TOPT(T_ABBREVIATED), 0);
   sum.abbreviated = (int)gpuplan__job_int(j, TOPT(T_ABBREVIATED), 0);
   sum.layout = tr->rules;
+  sum.want_stats = (int)gpuplan__job_int(j, TOPT(T_MEMORY_STATS), 0);
   GPUPLAN_TRY(gpuplan_memory_eval(j->ctx, t.js.model, t.js.gpu, &t.js.options, GPUPLAN_STAGE_WORST, &worst));
   /* outside PyTorch's allocator (the cuBLAS workspace is inside it) */
   resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes;
@@ -1158,6 +1159,7 @@ int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
   if (*warn) gpuplan__doc_str(b, NULL, warn);
   gpuplan__doc_end(b);
   if (sum.want) gpuplan__doc_str(b, "summary", sum.text);
+  if (sum.want_stats) gpuplan__doc_memory_stats(b, &sum.stats, release);
   gpuplan__free(j->ctx, sum.text);
   if (dev >= 0 && (rc = run_on_device(j, &t, &so, &sr, dev, b))) {
     gpuplan__doc_abort(b);

@@ -35,6 +35,9 @@ static const gpuplan_option_info opts[] = {
    0, "report"},
   {"abbreviated", "abbreviated", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "false",
    "memory_summary(abbreviated=True): no large/small pool rows", C_REPLAY | C_SIMULATE, 0, "report"},
+  {"memory_stats", "memory-stats", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "false",
+   "torch.cuda.memory_stats() of the allocator at the end of the replay or simulation, with the keys of the torch "
+   "release (memory_stats.*)", C_REPLAY | C_SIMULATE, 0, "report"},
   {"html", "html", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "none",
    "write a self-contained HTML page to this path: memory over the replay, the peak, the segment map at the "
    "peak, the OOM", C_REPLAY, 0, "report"},

@@ -19,6 +19,7 @@ enum {
   T_TIMELINE,        /* replay: memory after every allocator event */
   T_SUMMARY,         /* replay: memory_summary() */
   T_ABBREVIATED,     /* replay: memory_summary(abbreviated=True) */
+  T_MEMORY_STATS,    /* replay, simulate: torch.cuda.memory_stats() */
   T_HTML,            /* replay: the HTML page to write */
   T_MESSAGE,         /* explain-oom: the text (positional) */
   T_SUBCOMMAND,      /* catalog: gpus|nodes|models|fabrics|show|info (positional) */
@@ -51,6 +52,12 @@ const gpuplan__torch_release *gpuplan__torch_release_at(int64_t index);
  * PYTORCH_CUDA_ALLOC_CONF only (a PYTORCH_ALLOC_CONF that release ignored
  * gives a warning in warn); else NULL with from = "defaults".  Returns
  * GPUPLAN_OK. */
+/* torch.cuda.memory_stats() of st under key "memory_stats": the flat dict
+ * (keys sorted, as memory_stats() sorts them) with the keys torch `release`
+ * (major*100+minor) has: requested_bytes from 2.0, num_sync_all_streams,
+ * num_device_alloc and num_device_free from 2.3.  cmd_replay.c. */
+void gpuplan__doc_memory_stats(gpuplan__docb *b, const gpuplan_alloc_stats *st, unsigned release);
+
 int gpuplan__alloc_conf_source(gpuplan_job *j, unsigned release, const char **conf, const char **from, char *warn,
                                size_t warn_cap);
 

@@ -94,6 +94,8 @@ typedef struct gpuplan__sim_summary {
   int want, abbreviated;
   gpuplan_torch_version layout;
   char *text;
+  int want_stats;                /* copy memory_stats() at the end into stats */
+  gpuplan_alloc_stats stats;
   /* out, cuda_graph: the captured step's pool at the end of the run */
   int graph_captured;            /* the capture completed (no OOM in it) */
   uint64_t graph_reserved;       /* its segments */

@@ -566,6 +566,7 @@ finish:
   if (tr.rec && (rc = gpuplan_snapshot_write(p.a, tr.rec, sim->snapshot_path))) goto out;
   /* memory_summary() as the run left the allocator (after an OOM too). */
   if (sum && sum->want && (rc = gpuplan__alloc_summary(p.a, 0, sum->abbreviated, sum->layout, &sum->text))) goto out;
+  if (sum && sum->want_stats) sum->stats = *gpuplan_cachealloc_stats(p.a);
   gpuplan__clear(ctx);
 out:
   gpuplan_recorder_free(tr.rec);

@@ -1887,8 +1887,10 @@ static int tl_push(gpuplan_ctx *ctx, gpuplan__replay_ext *x, const gpuplan_cache
   return GPUPLAN_OK;
 }
 
-/* memory_summary() of the allocator as the replay leaves it. */
+/* memory_summary() and memory_stats() of the allocator as the replay
+ * leaves it. */
 static int summarize(const gpuplan_snapshot *s, gpuplan_cachealloc *a, gpuplan__replay_ext *x) {
+  if (x->want_stats) x->stats = *gpuplan_cachealloc_stats(a);
   if (!x->summary) return GPUPLAN_OK;
   return gpuplan__alloc_summary(a, s->device, x->abbreviated, x->layout, &x->summary_text);
 }

@@ -38,12 +38,14 @@ typedef struct gpuplan__replay_ext {
   /* in */
   int timeline;                 /* record memory after every trace event */
   int summary;                  /* produce memory_summary() at the end */
+  int want_stats;               /* copy memory_stats() at the end into stats */
   int abbreviated;              /* ... without the pool rows */
   gpuplan_torch_version layout; /* ... in this release's layout */
   int layout_at_peak;           /* capture the allocator's layout at the timeline's peak of allocated
                                  * bytes and at the first OOM (a second replay up to them; needs timeline) */
   /* out (ctx-allocated; gpuplan__replay_ext_dispose frees) */
   char *summary_text;
+  gpuplan_alloc_stats stats;    /* want_stats: the allocator's statistics as the replay leaves it */
   int64_t *tl_allocated, *tl_reserved; /* after trace event i */
   size_t tl_n, tl_cap;
   int tl_failed;
