@@ -152,10 +152,12 @@ GPUPLAN_API size_t gpuplan_recorder_count(const gpuplan_recorder *r);
 /**
  * Name what the allocations recorded from now on are for: written as the
  * "frames" of their trace entries and blocks ([{name, filename, line}]),
- * which PyTorch's memory viewer shows for each block (a step program's
- * layer and op: name "layer 12 mlp fc1 output", filename "gpuplan
- * simulate").  Strings are copied.  NULL name: no frame from now on
- * (entries then name gpuplan's model).
+ * which PyTorch's memory viewer shows for each block (simulate names a
+ * step program's phase, layer and tensor: name "forward layer 12: fc1
+ * output (activation input)", filename "gpuplan simulate", line the step).
+ * A free's entry names the frame of the allocation it frees.  Strings are
+ * copied; a frame met before is found again in constant time.  NULL name:
+ * no frame from now on (entries then name gpuplan's model).
  * @return GPUPLAN_OK, GPUPLAN_ENOMEM, GPUPLAN_EMISUSE (NULL recorder).
  * @errors nomem  @threads ctx  @since 0.2.0
  */
@@ -185,6 +187,21 @@ GPUPLAN_API void gpuplan_recorder_set_time(gpuplan_recorder *r, int64_t time_us)
  */
 GPUPLAN_API int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec,
                                        const char *path);
+
+/**
+ * gpuplan_snapshot_write() in the layout of a torch release.  1.13: the
+ * list of segments torch.cuda.memory_snapshot() returned in 1.13 (segment
+ * dicts with device, address, total_size, allocated_size, active_size,
+ * stream, segment_type and blocks of size and state; an allocated block's
+ * history holds its allocation: addr, real_size and frames), which 1.13's
+ * torch.cuda._memory_viz (stats, segments, memory) reads; that release
+ * kept no trace in a snapshot, so none is written.  Any other release:
+ * as gpuplan_snapshot_write().
+ * @return as gpuplan_snapshot_write(); GPUPLAN_EINVAL for an unknown torch.
+ * @errors any  @threads ctx  @since 0.2.0
+ */
+GPUPLAN_API int gpuplan_snapshot_write_as(gpuplan_cachealloc *a, const gpuplan_recorder *rec, const char *path,
+                                          gpuplan_torch_version torch);
 
 GPUPLAN_END_DECLS
 

@@ -161,7 +161,9 @@ static const gpuplan_option_info opts[] = {
   {"other_procs", "other-procs", GPUPLAN_OPT_BYTES, "MiB", 0, 1099511627776.0, NULL, "0",
    "memory other processes hold on the GPU", C_SIMULATE, 0, "simulate"},
   {"snapshot", "snapshot", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "none",
-   "write the run as a torch memory snapshot pickle (pytorch.org/memory_viz, gpuplan replay)", C_SIMULATE, 0,
+   "write the run as a torch memory snapshot pickle, every block named by the allocation that made it "
+   "(pytorch.org/memory_viz, gpuplan replay; --torch 1.13: that release's list of segments, for its _memory_viz)",
+   C_SIMULATE, 0,
    "simulate"},
   {"on", "on", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "none",
    "cuda or cuda:N: run the same steps again with real allocations on that CUDA device", C_SIMULATE, 0,

@@ -67,13 +67,31 @@ typedef struct prog {
   int nw;
   gpuplan_memory mem;            /* the analytic model's components for the same case */
   uint64_t blas_ws[2];           /* the cuBLAS workspaces (forward's, backward's), once their first GEMM ran */
+  gpuplan_recorder *rec;         /* the snapshot's recorder, or NULL: each allocation named by its frame */
 } prog;
+
+/* The frame of the allocation get() makes next (gpuplan_recorder_set_frame):
+ * what it is, the phase and layer of the step program, the step as its
+ * line.  GPUPLAN_OK or GPUPLAN_ENOMEM. */
+static int name_alloc(prog *p, const char *what) {
+  char name[256];
+  if (p->layer >= 0)
+    snprintf(name, sizeof name, "%s%s layer %lld: %s", p->phase, p->capture ? " (CUDA graph capture)" : "",
+             (long long)p->layer, what);
+  else
+    snprintf(name, sizeof name, "%s%s: %s", p->phase, p->capture ? " (CUDA graph capture)" : "", what);
+  return gpuplan_recorder_set_frame(p->rec, name, "gpuplan simulate", (int)p->step);
+}
 
 /* Allocate one tensor; on OOM record where.  Returns the address or 0. */
 static uint64_t get(prog *p, double bytes, const char *what) {
   uint64_t addr = 0, n;
   int rc;
   if (p->oom || !(bytes >= 1)) return 0;
+  if (p->rec && name_alloc(p, what)) {
+    p->oom = -1; /* host ENOMEM: abort */
+    return 0;
+  }
   n = (uint64_t)ceil(bytes);
   rc = gpuplan_cachealloc_malloc(p->a, n, 0, &addr);
   p->r->ops++;
@@ -279,6 +297,7 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
   tr.fn = sim->trace;
   tr.payload = sim->trace_payload;
   if (sim->snapshot_path && (rc = gpuplan_recorder_new(ctx, &tr.rec))) goto out;
+  p.rec = tr.rec;
   if (tr.fn || tr.rec) gpuplan_cachealloc_set_trace(p.a, tee_trace, &tr);
 
   persist = gpuplan__grads_persist(o) || !sim->set_to_none;
@@ -563,7 +582,7 @@ finish:
   (void)extra_o;
   (void)adapters;
   rc = GPUPLAN_OK;
-  if (tr.rec && (rc = gpuplan_snapshot_write(p.a, tr.rec, sim->snapshot_path))) goto out;
+  if (tr.rec && (rc = gpuplan_snapshot_write_as(p.a, tr.rec, sim->snapshot_path, sim->torch))) goto out;
   /* memory_summary() as the run left the allocator (after an OOM too). */
   if (sum && sum->want && (rc = gpuplan__alloc_summary(p.a, 0, sum->abbreviated, sum->layout, &sum->text))) goto out;
   if (sum && sum->want_stats) sum->stats = *gpuplan_cachealloc_stats(p.a);

@@ -30,6 +30,15 @@ typedef struct rframe {
   int line;
 } rframe;
 
+/* An open-addressing map from a block address to the frame of the last
+ * allocation made there (0: none): a free's entry names what it frees, and
+ * a live block the allocation that made it. */
+typedef struct amap {
+  uint64_t *k;
+  uint32_t *v;
+  size_t n, cap;
+} amap;
+
 struct gpuplan_recorder {
   gpuplan_ctx *ctx;
   gpuplan_alloc_event *ev;
@@ -38,6 +47,10 @@ struct gpuplan_recorder {
   size_t n, cap;
   rframe *frames;
   size_t nframes, capframes;
+  uint32_t *fh;      /* frames by (name, filename, line): index + 1, 0 empty */
+  size_t fhcap;
+  amap by_addr;
+  amap seg_by_addr;  /* a segment's address -> the frame of its segment_alloc */
   uint32_t cur_frame;
   int64_t cur_time;
   int timed;
@@ -66,6 +79,11 @@ void gpuplan_recorder_free(gpuplan_recorder *r) {
     gpuplan__free(ctx, r->frames[i].filename);
   }
   gpuplan__free(ctx, r->frames);
+  gpuplan__free(ctx, r->fh);
+  gpuplan__free(ctx, r->by_addr.k);
+  gpuplan__free(ctx, r->by_addr.v);
+  gpuplan__free(ctx, r->seg_by_addr.k);
+  gpuplan__free(ctx, r->seg_by_addr.v);
   gpuplan__free(ctx, r->frame);
   gpuplan__free(ctx, r->time);
   gpuplan__free(ctx, r->ev);
@@ -73,8 +91,36 @@ void gpuplan_recorder_free(gpuplan_recorder *r) {
   gpuplan__ctx_unref(ctx);
 }
 
+static uint64_t frame_hash(const char *name, const char *filename, int line) {
+  uint64_t h = 1469598103934665603ull ^ (uint64_t)(uint32_t)line;
+  const unsigned char *c;
+  for (c = (const unsigned char *)name; *c; c++) h = (h ^ *c) * 1099511628211ull;
+  h = (h ^ 0xff) * 1099511628211ull;
+  for (c = (const unsigned char *)filename; *c; c++) h = (h ^ *c) * 1099511628211ull;
+  return h;
+}
+
+/* Room for one more frame in the lookup table (kept at most half full). */
+static int fh_room(gpuplan_recorder *r) {
+  size_t cap, i;
+  uint32_t *t;
+  if (2 * (r->nframes + 1) <= r->fhcap) return GPUPLAN_OK;
+  cap = r->fhcap ? 2 * r->fhcap : 128;
+  if (!(t = gpuplan__calloc(r->ctx, cap, sizeof *t))) return gpuplan__nomem(r->ctx);
+  for (i = 0; i < r->nframes; i++) {
+    const rframe *f = &r->frames[i];
+    size_t j = (size_t)frame_hash(f->name, f->filename, f->line) & (cap - 1);
+    while (t[j]) j = (j + 1) & (cap - 1);
+    t[j] = (uint32_t)i + 1;
+  }
+  gpuplan__free(r->ctx, r->fh);
+  r->fh = t;
+  r->fhcap = cap;
+  return GPUPLAN_OK;
+}
+
 int gpuplan_recorder_set_frame(gpuplan_recorder *r, const char *name, const char *filename, int line) {
-  size_t i;
+  size_t j;
   rframe *f;
   if (!r) return GPUPLAN_EMISUSE;
   if (!name) {
@@ -82,12 +128,15 @@ int gpuplan_recorder_set_frame(gpuplan_recorder *r, const char *name, const char
     return GPUPLAN_OK;
   }
   if (!filename) filename = "";
-  for (i = r->nframes; i-- > 0;) /* a program repeats its steps: reuse */
-    if (r->frames[i].line == line && strcmp(r->frames[i].name, name) == 0 &&
-        strcmp(r->frames[i].filename, filename) == 0) {
-      r->cur_frame = (uint32_t)i + 1;
+  GPUPLAN_TRY(fh_room(r));
+  /* a program repeats its steps: a frame met before is reused */
+  for (j = (size_t)frame_hash(name, filename, line) & (r->fhcap - 1); r->fh[j]; j = (j + 1) & (r->fhcap - 1)) {
+    const rframe *g = &r->frames[r->fh[j] - 1];
+    if (g->line == line && strcmp(g->name, name) == 0 && strcmp(g->filename, filename) == 0) {
+      r->cur_frame = r->fh[j];
       return GPUPLAN_OK;
     }
+  }
   if (r->nframes == r->capframes) {
     size_t ncap = r->capframes ? r->capframes * 2 : 64;
     rframe *nf = gpuplan__realloc(r->ctx, r->frames, ncap * sizeof *nf);
@@ -105,7 +154,49 @@ int gpuplan_recorder_set_frame(gpuplan_recorder *r, const char *name, const char
     return gpuplan__nomem(r->ctx);
   }
   r->cur_frame = (uint32_t)++r->nframes;
+  r->fh[j] = r->cur_frame;
   return GPUPLAN_OK;
+}
+
+static size_t aslot(uint64_t k, size_t cap) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1); }
+
+/* by_addr[k] = v; 0 when out of memory. */
+static int amap_put(gpuplan_ctx *ctx, amap *m, uint64_t k, uint32_t v) {
+  size_t j;
+  if (2 * (m->n + 1) > m->cap) {
+    size_t cap = m->cap ? 2 * m->cap : 1024, i;
+    uint64_t *nk = gpuplan__calloc(ctx, cap, sizeof *nk);
+    uint32_t *nv = gpuplan__calloc(ctx, cap, sizeof *nv);
+    if (!nk || !nv) {
+      gpuplan__free(ctx, nk);
+      gpuplan__free(ctx, nv);
+      return 0;
+    }
+    for (i = 0; i < m->cap; i++) {
+      if (!m->k[i]) continue;
+      for (j = aslot(m->k[i], cap); nk[j]; j = (j + 1) & (cap - 1)) {}
+      nk[j] = m->k[i];
+      nv[j] = m->v[i];
+    }
+    gpuplan__free(ctx, m->k);
+    gpuplan__free(ctx, m->v);
+    m->k = nk;
+    m->v = nv;
+    m->cap = cap;
+  }
+  for (j = aslot(k, m->cap); m->k[j] && m->k[j] != k; j = (j + 1) & (m->cap - 1)) {}
+  if (!m->k[j]) m->n++;
+  m->k[j] = k;
+  m->v[j] = v;
+  return 1;
+}
+
+static uint32_t amap_get(const amap *m, uint64_t k) {
+  size_t j;
+  if (!m->cap) return 0;
+  for (j = aslot(k, m->cap); m->k[j]; j = (j + 1) & (m->cap - 1))
+    if (m->k[j] == k) return m->v[j];
+  return 0;
 }
 
 void gpuplan_recorder_set_time(gpuplan_recorder *r, int64_t time_us) {
@@ -142,6 +233,19 @@ void gpuplan_recorder_trace(void *payload, const gpuplan_alloc_event *ev) {
     r->cap = ncap;
   }
   r->frame[r->n] = r->cur_frame;
+  if (ev->addr && ev->action == GPUPLAN_ACT_ALLOC) {
+    if (!amap_put(r->ctx, &r->by_addr, ev->addr, r->cur_frame)) {
+      r->failed = 1;
+      return;
+    }
+  } else if (ev->addr && ev->action == GPUPLAN_ACT_SEGMENT_ALLOC) {
+    if (!amap_put(r->ctx, &r->seg_by_addr, ev->addr, r->cur_frame)) {
+      r->failed = 1;
+      return;
+    }
+  } else if (ev->addr && (ev->action == GPUPLAN_ACT_FREE_REQUESTED || ev->action == GPUPLAN_ACT_FREE_COMPLETED)) {
+    r->frame[r->n] = amap_get(&r->by_addr, ev->addr); /* what it frees */
+  }
   r->time[r->n] = r->cur_time;
   r->ev[r->n++] = *ev;
 }
@@ -262,44 +366,35 @@ static void event(pw *w, const gpuplan_recorder *rec, size_t i) {
   DICT_END(w);
 }
 
-/* The frame of the allocation that made each block: the last alloc event
- * at its address (a small open-addressing map, addr -> frame). */
-typedef struct fmap {
-  uint64_t *k;
-  uint32_t *v;
-  size_t cap;
-} fmap;
-
-static size_t fslot(uint64_t k, size_t cap) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1); }
-
-static int fmap_build(gpuplan_ctx *ctx, const gpuplan_recorder *rec, size_t from, fmap *m) {
-  size_t i, n = 0;
-  memset(m, 0, sizeof *m);
-  if (!rec) return GPUPLAN_OK;
-  for (i = from; i < rec->n; i++) n += rec->ev[i].action == GPUPLAN_ACT_ALLOC;
-  for (m->cap = 16; m->cap < 2 * n + 2; m->cap *= 2) {}
-  m->k = gpuplan__calloc(ctx, m->cap, sizeof *m->k);
-  m->v = gpuplan__calloc(ctx, m->cap, sizeof *m->v);
-  if (!m->k || !m->v) return gpuplan__nomem(ctx);
-  for (i = from; i < rec->n; i++) {
-    size_t j;
-    if (rec->ev[i].action != GPUPLAN_ACT_ALLOC || !rec->ev[i].addr) continue;
-    for (j = fslot(rec->ev[i].addr, m->cap); m->k[j] && m->k[j] != rec->ev[i].addr; j = (j + 1) & (m->cap - 1)) {}
-    m->k[j] = rec->ev[i].addr;
-    m->v[j] = rec->frame[i];
-  }
-  return GPUPLAN_OK;
-}
-
-static uint32_t fmap_get(const fmap *m, uint64_t k) {
-  size_t j;
-  if (!m->cap) return 0;
-  for (j = fslot(k, m->cap); m->k[j]; j = (j + 1) & (m->cap - 1))
-    if (m->k[j] == k) return m->v[j];
-  return 0;
-}
-
 int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, const char *path) {
+  return gpuplan_snapshot_write_as(a, rec, path, GPUPLAN_TORCH_LATEST);
+}
+
+/* The frame of the allocation that made the block at addr. */
+static uint32_t block_frame(const gpuplan_recorder *rec, uint64_t addr) { return rec ? amap_get(&rec->by_addr, addr) : 0; }
+
+/* torch 1.13's block: size and state; an allocated one's history is its
+ * allocation (Module.cpp of 1.13 wrote every recorded allocation made in
+ * the block; the model keeps the live one). */
+static void block_113(pw *w, const gpuplan_recorder *rec, const gpuplan_block_info *b) {
+  DICT_BEGIN(w);
+  KEY(w, "size"); integer(w, (int64_t)b->size);
+  KEY(w, "state"); str(w, b->state ? "active_allocated" : "inactive");
+  if (b->state) {
+    KEY(w, "history");
+    LIST_BEGIN(w);
+    DICT_BEGIN(w);
+    KEY(w, "addr"); integer(w, (int64_t)b->addr);
+    KEY(w, "real_size"); integer(w, (int64_t)b->requested);
+    KEY(w, "frames"); frames(w, rec, block_frame(rec, b->addr));
+    DICT_END(w);
+    LIST_END(w);
+  }
+  DICT_END(w);
+}
+
+int gpuplan_snapshot_write_as(gpuplan_cachealloc *a, const gpuplan_recorder *rec, const char *path,
+                              gpuplan_torch_version torch) {
   gpuplan_ctx *ctx;
   pw w;
   size_t i, nseg, k, first = 0;
@@ -307,18 +402,21 @@ int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, c
   int rc = GPUPLAN_OK;
   gpuplan_block_info *blocks = NULL;
   size_t bcap = 0;
-  fmap fm;
   const gpuplan__pickle_limits lim = gpuplan__pickle_default_limits();
+  unsigned release;
+  int v113;
   if (!a) return GPUPLAN_EMISUSE;
   ctx = gpuplan__alloc_ctx(a);
   if (!path) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "snapshot write: path is NULL");
+  if (!(release = gpuplan__release_of(torch)))
+    return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot write: torch: not a release (%d)", (int)torch);
+  v113 = release < 200; /* 1.13: the list of segments */
   if (rec && rec->failed) return gpuplan__error(ctx, GPUPLAN_ENOMEM, "out of memory (while recording the trace)");
   memset(&w, 0, sizeof w);
-  memset(&fm, 0, sizeof fm);
   /* The trace entries that fit the reader's value limit, from the end,
    * with room for the segments (counted exactly below) kept aside: a
    * first, dry pass over the entries. */
-  if (rec && rec->n) {
+  if (rec && rec->n && !v113) {
     pw d;
     size_t budget = lim.max_items / 10 * 9, used = 0;
     memset(&d, 0, sizeof d);
@@ -334,12 +432,12 @@ int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, c
     }
   }
   gpuplan__buf_init(&w.b, ctx);
-  if ((rc = fmap_build(ctx, rec, first, &fm))) goto done;
   op(&w, 0x80);
   byte(&w, 2); /* PROTO 2 */
-  DICT_BEGIN(&w);
-
-  KEY(&w, "segments");
+  if (!v113) {
+    DICT_BEGIN(&w);
+    KEY(&w, "segments");
+  }
   LIST_BEGIN(&w);
   nseg = gpuplan_cachealloc_segment_count(a);
   for (i = 0; i < nseg && rc == GPUPLAN_OK; i++) {
@@ -355,6 +453,22 @@ int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, c
       }
     }
     if ((rc = gpuplan_cachealloc_segment(a, i, &si, blocks, bcap))) break;
+    if (v113) {
+      DICT_BEGIN(&w);
+      KEY(&w, "device"); integer(&w, 0);
+      KEY(&w, "address"); integer(&w, (int64_t)si.addr);
+      KEY(&w, "total_size"); integer(&w, (int64_t)si.total_size);
+      KEY(&w, "allocated_size"); integer(&w, (int64_t)si.allocated_size);
+      KEY(&w, "active_size"); integer(&w, (int64_t)si.allocated_size);
+      KEY(&w, "stream"); integer(&w, (int64_t)si.stream);
+      KEY(&w, "segment_type"); str(&w, si.large ? "large" : "small");
+      KEY(&w, "blocks");
+      LIST_BEGIN(&w);
+      for (k = 0; k < si.nblocks; k++) block_113(&w, rec, &blocks[k]);
+      LIST_END(&w);
+      DICT_END(&w);
+      continue;
+    }
     DICT_BEGIN(&w);
     KEY(&w, "device"); integer(&w, 0);
     KEY(&w, "address"); integer(&w, (int64_t)si.addr);
@@ -368,7 +482,7 @@ int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, c
      * (its id, 0), as CUDAGraph::capture_begin names it. */
     KEY(&w, "segment_pool_id"); integer(&w, (int64_t)si.pool_id); integer(&w, 0); op(&w, 0x86); /* TUPLE2 */
     KEY(&w, "is_expandable"); op(&w, si.expandable ? 0x88 : 0x89);
-    KEY(&w, "frames"); frames(&w, rec, si.nblocks ? fmap_get(&fm, blocks[0].addr) : 0);
+    KEY(&w, "frames"); frames(&w, rec, rec ? amap_get(&rec->seg_by_addr, si.addr) : 0);
     KEY(&w, "blocks");
     LIST_BEGIN(&w);
     for (k = 0; k < si.nblocks; k++) {
@@ -378,7 +492,7 @@ int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, c
       KEY(&w, "requested_size"); integer(&w, (int64_t)blocks[k].requested);
       KEY(&w, "state"); str(&w, blocks[k].state ? "active_allocated" : "inactive");
       KEY(&w, "frames");
-      if (blocks[k].state) frames(&w, rec, fmap_get(&fm, blocks[k].addr));
+      if (blocks[k].state) frames(&w, rec, block_frame(rec, blocks[k].addr));
       else op(&w, ']'); /* free: no allocation to name */
       DICT_END(&w);
     }
@@ -386,6 +500,7 @@ int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, c
     DICT_END(&w);
   }
   LIST_END(&w);
+  if (v113) goto stop;
 
   KEY(&w, "device_traces");
   LIST_BEGIN(&w);
@@ -416,6 +531,7 @@ int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, c
   }
   DICT_END(&w);
   DICT_END(&w);
+stop:
   op(&w, '.'); /* STOP */
   if (rc == GPUPLAN_OK && w.pushes > lim.max_items)
     rc = gpuplan__error(ctx, GPUPLAN_EUNSUPPORTED,
@@ -432,11 +548,8 @@ int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, c
     if (f && fclose(f) != 0 && rc == GPUPLAN_OK)
       rc = gpuplan__error(ctx, GPUPLAN_EIO, "snapshot %s: cannot write", path);
   }
-done:
   gpuplan__buf_dispose(&w.b);
   gpuplan__free(ctx, blocks);
-  gpuplan__free(ctx, fm.k);
-  gpuplan__free(ctx, fm.v);
   if (rc == GPUPLAN_OK) gpuplan__clear(ctx);
   return rc;
 }

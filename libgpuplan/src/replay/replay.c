@@ -84,6 +84,17 @@ static int seg_cmp_addr(const void *x, const void *y) {
   return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
+/* The first of the file's segments (sorted by address) at or above addr. */
+static size_t file_seg_lower(const gpuplan_snapshot *s, uint64_t addr) {
+  size_t lo = 0, hi = s->nsegs;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->segs[mid].addr < addr) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /* Index of the block containing addr in s, or -1. */
 static long blk_find(const rseg *s, uint64_t addr) {
   size_t lo = 0, hi = s->n;
@@ -1661,12 +1672,7 @@ static int route_pools(gpuplan_ctx *ctx, gpuplan_snapshot *s) {
       if ((rc = amap_put(ctx, &freed_later, e->addr ? e->addr : 1, 1))) goto out;
     } else if (e->action == GPUPLAN_ACT_SEGMENT_ALLOC) {
       if (!amap_take(&freed_later, e->addr ? e->addr : 1)) {
-        size_t lo = 0, hi = s->nsegs;
-        while (lo < hi) { /* s->segs is sorted by address */
-          size_t mid = lo + (hi - lo) / 2;
-          if (s->segs[mid].addr < e->addr) lo = mid + 1;
-          else hi = mid;
-        }
+        size_t lo = file_seg_lower(s, e->addr);
         if (lo < s->nsegs && s->segs[lo].addr == e->addr) born[i] = s->segs[lo].pool;
       }
     }
@@ -1930,7 +1936,7 @@ static int same_final(const gpuplan_cachealloc *a, const gpuplan_snapshot *s) {
   int exp;
   memset(&it, 0, sizeof it);
   while (gpuplan__alloc_next_segment(a, &it, &addr, &size, &exp)) {
-    size_t lo = 0, hi = s->nsegs, k = 0;
+    size_t lo, k = 0;
     const rseg *f;
     int allocated;
     if (exp || ++n > s->nsegs) return 0;
@@ -1940,11 +1946,7 @@ static int same_final(const gpuplan_cachealloc *a, const gpuplan_snapshot *s) {
        * address order) */
       lo = last - 1;
     } else {
-      while (lo < hi) { /* the file's segments are sorted by address */
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->segs[mid].addr < addr) lo = mid + 1;
-        else hi = mid;
-      }
+      lo = file_seg_lower(s, addr);
     }
     last = lo;
     if (lo == s->nsegs || (f = &s->segs[lo])->addr != addr || f->size != size) return 0;
