@@ -387,6 +387,78 @@ static void test_replay__al5_dropped_start_segments_are_said(void **state) {
   counting_done(&c, ctx);
 }
 
+/* A job's document, or a failure naming the job's error. */
+static gpuplan_doc *run_job(gpuplan_catalog *cat, gpuplan_ctx *ctx, const char *cmd, const char *const *kv) {
+  gpuplan_job *job;
+  gpuplan_doc *d = NULL;
+  assert_int_equal(gpuplan_job_new(ctx, cat, &job), GPUPLAN_OK);
+  for (; *kv; kv += 2) assert_int_equal(gpuplan_job_set(job, kv[0], kv[1]), GPUPLAN_OK);
+  if (gpuplan_job_run(job, cmd, &d) != GPUPLAN_OK) fail_msg("%s: %s", cmd, gpuplan_errmsg(ctx));
+  gpuplan_job_free(job);
+  return d;
+}
+
+/* Review A-1: replay --gpu takes the card as simulate does (the memory the
+ * driver reports, NVML's total where the catalog has it, less the CUDA
+ * context; was: the marketed size, 1 GiB more on a T4), and its OOM message
+ * names the card's total as simulate's does.  The same program, run out of
+ * memory on the same card two ways, gives the same message. */
+static void test_replay__gpu_capacity_as_simulate(void **state) {
+  counting c;
+  gpuplan_ctx *ctx;
+  gpuplan_catalog *cat;
+  gpuplan_doc *sim, *rep, *direct;
+  char path[1024];
+  const char *sim_kv[] = {"model", "gpt2", "gpu", "a100-40gb", "micro_batch", "32", "steps", "1", "snapshot", path, NULL};
+  const char *direct_kv[] = {"model", "gpt2", "gpu", "t4", "micro_batch", "32", "steps", "1", NULL};
+  const char *rep_kv[] = {"file", path, "gpu", "t4", NULL};
+  (void)state;
+  counting_init(&c);
+  ctx = counting_ctx(&c);
+  tmp_path(path, sizeof path, "gpt2-mb32.pickle");
+  assert_int_equal(gpuplan_catalog_open_default(ctx, &cat), GPUPLAN_OK);
+  sim = run_job(cat, ctx, "simulate", sim_kv);
+  assert_false(gpuplan_value_bool(dget(sim, "oom")));
+  direct = run_job(cat, ctx, "simulate", direct_kv);
+  rep = run_job(cat, ctx, "replay", rep_kv);
+  assert_true(gpuplan_value_bool(dget(direct, "oom")));
+  assert_int_equal(gpuplan_value_int(dget(rep, "capacity_bytes")), gpuplan_value_int(dget(direct, "capacity_bytes")));
+  assert_int_equal(gpuplan_value_int(dget(rep, "num_ooms")), 1);
+  assert_string_equal(gpuplan_value_string(dget(rep, "oom_message"), NULL),
+                      gpuplan_value_string(dget(direct, "oom_message"), NULL));
+  assert_non_null(strstr(gpuplan_value_string(dget(rep, "oom_message"), NULL), "total capacity of 15.00 GiB"));
+  gpuplan_doc_free(sim);
+  gpuplan_doc_free(direct);
+  gpuplan_doc_free(rep);
+  gpuplan_catalog_free(cat);
+  counting_done(&c, ctx);
+  unlink(path);
+}
+
+/* Review A-5: a start state that does not fit the card is an OOM, counted
+ * in num_ooms and memory_summary's header as every other (was: oom_event 0
+ * with num_ooms 0). */
+static void test_replay__start_oom_is_counted(void **state) {
+  counting c;
+  gpuplan_ctx *ctx;
+  gpuplan_catalog *cat;
+  gpuplan_doc *d;
+  char path[1024];
+  const char *kv[] = {"file", path, "gpu", "t4", "summary", "true", "memory_stats", "true", NULL};
+  (void)state;
+  counting_init(&c);
+  ctx = counting_ctx(&c);
+  assert_true(trace_path(path, sizeof path, "cs336-2.7b-forward.pickle"));
+  assert_int_equal(gpuplan_catalog_open_default(ctx, &cat), GPUPLAN_OK);
+  d = run_job(cat, ctx, "replay", kv);
+  assert_int_equal(gpuplan_value_int(dget(d, "oom_event")), 0);
+  assert_int_equal(gpuplan_value_int(dget(d, "num_ooms")), 1);
+  assert_int_equal(gpuplan_value_int(gpuplan_value_get(dget(d, "memory_stats"), "num_ooms")), 1);
+  assert_non_null(strstr(gpuplan_value_string(dget(d, "summary"), NULL), "CUDA OOMs: 1 "));
+  gpuplan_doc_free(d);
+  gpuplan_catalog_free(cat);
+  counting_done(&c, ctx);
+}
 
 /* --- a pickle writer for generated snapshots ------------------------------- */
 
@@ -1073,6 +1145,8 @@ int main(void) {
     cmocka_unit_test(test_replay__al2_torch113_list_is_read),
     cmocka_unit_test(test_replay__al5_empty_trace_is_not_a_success),
     cmocka_unit_test(test_replay__al5_dropped_start_segments_are_said),
+    cmocka_unit_test(test_replay__gpu_capacity_as_simulate),
+    cmocka_unit_test(test_replay__start_oom_is_counted),
     cmocka_unit_test(test_replay__m1_shared_dicts_are_refused),
     cmocka_unit_test(test_replay__m2_rebuild_linear_whatever_the_order),
     cmocka_unit_test(test_replay__start_pools_in_best_fit_order),

@@ -58,7 +58,7 @@ GPUPLAN_API size_t gpuplan_snapshot_segment_count(const gpuplan_snapshot *s);
 /** The allocator settings recorded in the file (defaults when absent).  @errors none  @threads ctx  @since 0.1.0 */
 GPUPLAN_API const gpuplan_alloc_conf *gpuplan_snapshot_conf(const gpuplan_snapshot *s);
 
-#define GPUPLAN_REPLAY_OPTIONS_VERSION 1
+#define GPUPLAN_REPLAY_OPTIONS_VERSION 2
 
 /** How to replay. */
 typedef struct gpuplan_replay_options {
@@ -73,9 +73,14 @@ typedef struct gpuplan_replay_options {
   /** Called with each allocator trace entry of the replay (may be NULL). */
   gpuplan_alloc_trace_fn trace;
   void *trace_payload;
+  /** What-if: the device's total memory as the driver reports it
+   * (cudaMemGetInfo's total: the "total capacity" of an OOM message), of
+   * which capacity is what PyTorch can use (the rest: the CUDA context);
+   * 0: capacity.  Version 2 and later.  @since 0.2.0 */
+  uint64_t device_total;
 } gpuplan_replay_options;
 
-#define GPUPLAN_REPLAY_OPTIONS_INIT { GPUPLAN_REPLAY_OPTIONS_VERSION, NULL, GPUPLAN_TORCH_LATEST, 0, NULL, NULL }
+#define GPUPLAN_REPLAY_OPTIONS_INIT { GPUPLAN_REPLAY_OPTIONS_VERSION, NULL, GPUPLAN_TORCH_LATEST, 0, NULL, NULL, 0 }
 
 /** What a replay found (a plain value). */
 typedef struct gpuplan_replay_result {

@@ -67,6 +67,17 @@ int gpuplan__alloc_install_expandable(gpuplan_cachealloc *a, uint64_t base, uint
 void gpuplan__alloc_mock_above(gpuplan_cachealloc *a, uint64_t top);
 uint64_t gpuplan__alloc_mock_reserved(const gpuplan_cachealloc *a);
 
+/* An out-of-memory error the caller raised on the allocator's behalf (a
+ * replay whose start state does not fit the device): counted in num_ooms,
+ * as every OutOfMemoryError PyTorch throws is. */
+void gpuplan__alloc_count_oom(gpuplan_cachealloc *a);
+
+/* The built-in mock device's total as its mem_info reports it (an OOM
+ * message's "total capacity"): the card's memory, of which the capacity
+ * given at creation is what PyTorch can get (the rest, the CUDA context,
+ * is never free).  0 or less than the capacity: the capacity. */
+void gpuplan__alloc_mock_total(gpuplan_cachealloc *a, uint64_t total);
+
 /* The segments the snapshot would show (gpuplan_cachealloc_segment's), all
  * at once: *segs (n of them, in address order) and their blocks, one run
  * per segment in *blocks; both ctx-allocated, freed by the caller. */

@@ -78,6 +78,7 @@ typedef struct gpuplan__ppool {
 /* The built-in mock device: a capacity and an address space. */
 typedef struct gpuplan__mockdev {
   uint64_t capacity, reserved, next_addr, next_va;
+  uint64_t total; /* what mem_info reports as the total (0: capacity; gpuplan__alloc_mock_total) */
   uint64_t *free_addr, *free_size;   /* freed address ranges, reused first-fit */
   size_t nfree, capfree;
   gpuplan_ctx *ctx;

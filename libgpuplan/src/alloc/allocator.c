@@ -77,7 +77,7 @@ static void mock_unmap(void *payload, uint64_t size) {
 static void mock_info(void *payload, uint64_t *free_out, uint64_t *total_out) {
   gpuplan__mockdev *m = payload;
   *free_out = m->capacity - m->reserved;
-  *total_out = m->capacity;
+  *total_out = m->total > m->capacity ? m->total : m->capacity;
 }
 
 /* --- allocator object ----------------------------------------------------- */
@@ -180,6 +180,10 @@ void gpuplan__alloc_mock_above(gpuplan_cachealloc *a, uint64_t top) {
 }
 
 uint64_t gpuplan__alloc_mock_reserved(const gpuplan_cachealloc *a) { return a->mock.reserved; }
+
+void gpuplan__alloc_count_oom(gpuplan_cachealloc *a) { a->st.num_ooms++; }
+
+void gpuplan__alloc_mock_total(gpuplan_cachealloc *a, uint64_t total) { a->mock.total = total; }
 
 gpuplan_ctx *gpuplan__alloc_ctx(const gpuplan_cachealloc *a) { return a->ctx; }
 

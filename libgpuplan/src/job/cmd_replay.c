@@ -24,6 +24,7 @@ typedef struct replay_job {
   const char *conf_from;          /* "option", an environment variable, "snapshot" or "defaults" */
   const char *gpu;                /* the catalog id, when capacity came from a GPU */
   uint64_t capacity;              /* 0: unlimited */
+  uint64_t device_total;          /* gpu: the card's total as the driver reports it; 0: capacity */
   const gpuplan__torch_release *torch;
   const char *html;               /* the page to write, or NULL */
   char conf_warn[512];            /* the environment's settings the release ignores */
@@ -144,8 +145,16 @@ static int resolve(gpuplan_job *j, replay_job *rj) {
       return gpuplan__opt_error(j->ctx, rc, JOPT(J_GPU), "%s", msg);
     }
     rj->gpu = g->id;
-    /* What PyTorch can get: the card less the CUDA context it never sees. */
-    rj->capacity = g->memory_bytes > g->context_bytes ? g->memory_bytes - g->context_bytes : 1;
+    /* What PyTorch can get: the memory the driver reports, as simulate
+     * takes it (gpuplan_gpu_usable_bytes: NVML's total where the catalog
+     * has it, not the marketed size), less the CUDA context it never
+     * sees (review A-1: replay took the marketed size, 1 GiB more on a T4
+     * than simulate). */
+    {
+      uint64_t usable = gpuplan_gpu_usable_bytes(g, NULL);
+      rj->capacity = usable > g->context_bytes ? usable - g->context_bytes : 1;
+      rj->device_total = usable; /* an OOM's "total capacity", as simulate's mock reports it */
+    }
   }
   return GPUPLAN_OK;
 }
@@ -209,6 +218,7 @@ static int replay_doc(gpuplan_job *j, const replay_job *rj, const gpuplan_snapsh
   int whatif, rc, timeline;
   o.alloc_conf = rj->alloc_conf;
   o.capacity = rj->capacity;
+  o.device_total = rj->device_total;
   o.torch = rj->torch->rules;
   gpuplan__replay_ext_init(&x);
   timeline = (int)gpuplan__job_int(j, TOPT(T_TIMELINE), 0);

@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -2209,6 +2210,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
   if (rc) return rc;
   rc = gpuplan_cachealloc_new(ctx, &conf, capacity, NULL, &a);
   if (rc) return rc;
+  if (o->capacity && o->device_total > o->capacity) gpuplan__alloc_mock_total(a, o->device_total);
   if ((rc = install(a, st, NULL, NULL))) goto out;
   for (i = 0; i < st->n; i++)
     if (st->v[i]->addr + st->v[i]->size > top) top = st->v[i]->addr + st->v[i]->size;
@@ -2234,6 +2236,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
       gpuplan_format_size(gpuplan__alloc_mock_reserved(a), A, sizeof A);
       gpuplan_format_size(capacity, C, sizeof C);
       r->oom_event = 0;
+      gpuplan__alloc_count_oom(a);
       snprintf(r->oom_message, sizeof r->oom_message,
                "the %s of blocks live when the trace starts do not fit the device's %s", A, C);
     }
@@ -2428,6 +2431,14 @@ static int learn(const gpuplan_snapshot *s, const state *st, const gpuplan_repla
 /* Memory as the trace itself records it, from a start state: reserved
  * from its cudaMalloc/cudaFree (and maps), allocated from its allocations
  * (rounded requests) and frees. */
+/* v + sign * n, saturated to int64_t's range: a file's sizes are any
+ * uint64_t, and a hostile one must not overflow the running sums. */
+static int64_t sat_add(int64_t v, uint64_t n, int sign) {
+  int64_t d = n > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)n;
+  if (sign > 0) return v > INT64_MAX - d ? INT64_MAX : v + d;
+  return v < INT64_MIN + d ? INT64_MIN : v - d;
+}
+
 static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *st, gpuplan_replay_result *r,
                          size_t *contradiction);
 
@@ -2468,10 +2479,10 @@ static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const stat
   memset(&live, 0, sizeof live);
   memset(&requested, 0, sizeof requested);
   for (i = 0; i < st->n && !rc; i++) {
-    res += (int64_t)st->v[i]->size;
+    res = sat_add(res, st->v[i]->size, 1);
     for (j = 0; j < st->v[i]->n && !rc; j++)
       if (st->v[i]->b[j].allocated) {
-        alloc += (int64_t)st->v[i]->b[j].size;
+        alloc = sat_add(alloc, st->v[i]->b[j].size, 1);
         rc = amap_put(ctx, &live, st->v[i]->b[j].addr, st->v[i]->b[j].size);
       }
   }
@@ -2484,20 +2495,20 @@ static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const stat
     switch (e->action) {
     case GPUPLAN_ACT_ALLOC:
       sz = gpuplan__round_size(&s->conf, e->size);
-      alloc += (int64_t)sz;
+      alloc = sat_add(alloc, sz, 1);
       rc = amap_put(ctx, &live, e->addr, sz);
       break;
     case GPUPLAN_ACT_FREE_REQUESTED:
-      alloc -= (int64_t)amap_take(&live, e->addr);
+      alloc = sat_add(alloc, amap_take(&live, e->addr), -1);
       rc = amap_put(ctx, &requested, e->addr, 1);
       break;
     case GPUPLAN_ACT_FREE_COMPLETED:
-      if (!amap_take(&requested, e->addr)) alloc -= (int64_t)amap_take(&live, e->addr);
+      if (!amap_take(&requested, e->addr)) alloc = sat_add(alloc, amap_take(&live, e->addr), -1);
       break;
     case GPUPLAN_ACT_SEGMENT_ALLOC:
-    case GPUPLAN_ACT_SEGMENT_MAP: res += (int64_t)e->size; break;
+    case GPUPLAN_ACT_SEGMENT_MAP: res = sat_add(res, e->size, 1); break;
     case GPUPLAN_ACT_SEGMENT_FREE:
-    case GPUPLAN_ACT_SEGMENT_UNMAP: res -= (int64_t)e->size; break;
+    case GPUPLAN_ACT_SEGMENT_UNMAP: res = sat_add(res, e->size, -1); break;
     default: break;
     }
     if (alloc > res && *contradiction == SIZE_MAX) *contradiction = i; /* more in blocks than in segments */
@@ -2560,9 +2571,59 @@ int gpuplan_snapshot_replay(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
   return rc;
 }
 
+static int replay_under(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const gpuplan_replay_options *options,
+                        gpuplan_replay_result *r, gpuplan__replay_ext *x);
+
+/* A block of the file's (or an allocation of its trace) not at a multiple
+ * of 512 bytes: only a release before 2.4 with a division of 1 hands such
+ * blocks out. */
+static int unrounded_blocks(const gpuplan_snapshot *s) {
+  size_t i, j;
+  for (i = 0; i < s->nev; i++)
+    if (s->ev[i].action == GPUPLAN_ACT_ALLOC && s->ev[i].addr % KMIN_BLOCK) return 1;
+  for (i = 0; i < s->nsegs; i++)
+    for (j = 0; j < s->segs[i].n; j++)
+      if (s->segs[i].b[j].addr % KMIN_BLOCK) return 1;
+  return 0;
+}
+
+/* The rounding rules of a release (gpuplan__round_size): 1.13's bypass
+ * threshold, 1.13 to 2.3's division of 1 (no rounding at all), 2.4's. */
+static int rounding_class(unsigned release) { return release < 200 ? 0 : release < 204 ? 1 : 2; }
+
+/* The start state is rebuilt at load under the latest release's rules.  A
+ * replay under a release that rounds requests otherwise (--torch 2.0 with
+ * roundup_power2_divisions:1 leaves a request unrounded, the latest rounds
+ * it to 512 bytes) rebuilds it under its own, on a shallow copy of the
+ * snapshot: the file's events and segments are shared, read only. */
 int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
                                  const gpuplan_replay_options *options, gpuplan_replay_result *r,
                                  gpuplan__replay_ext *x) {
+  gpuplan_snapshot under;
+  gpuplan_replay_options full;
+  unsigned release;
+  int rc;
+  if (options && options->version == 1) {
+    /* a version-1 caller's options end before device_total */
+    memset(&full, 0, sizeof full);
+    memcpy(&full, options, offsetof(gpuplan_replay_options, device_total));
+    full.version = GPUPLAN_REPLAY_OPTIONS_VERSION;
+    options = &full;
+  }
+  if (!ctx || !s || !options || options->version != GPUPLAN_REPLAY_OPTIONS_VERSION ||
+      !(release = gpuplan__release_of(options->torch)) ||
+      rounding_class(release) == rounding_class(s->conf.release))
+    return replay_under(ctx, s, options, r, x);
+  under = *s;
+  memset(&under.start, 0, sizeof under.start);
+  replay_rules(&under.conf, options);
+  if ((rc = start_state(ctx, &under)) == GPUPLAN_OK) rc = replay_under(ctx, &under, options, r, x);
+  state_free(ctx, &under.start);
+  return rc;
+}
+
+static int replay_under(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const gpuplan_replay_options *options,
+                        gpuplan_replay_result *r, gpuplan__replay_ext *x) {
   gpuplan_replay_options defaults = GPUPLAN_REPLAY_OPTIONS_INIT;
   const gpuplan_replay_options *o = options ? options : &defaults;
   gpuplan__replay_ext local;
@@ -2721,6 +2782,11 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
     }
     if (rc == GPUPLAN_OK && ran && x->layout_at_peak && x->timeline)
       rc = capture_layouts(ctx, s, cur, o, whatif, r, x);
+    if (rc == GPUPLAN_OK && !r->exact && s->nev && rounding_class(gpuplan__release_of(o->torch)) == 2 &&
+        unrounded_blocks(s))
+      warn(x, "the file's blocks are not all 512-byte aligned: it was recorded by torch 2.3 or earlier with a "
+              "roundup_power2_divisions of 1, which left those requests unrounded (2.4 rounds them to 512 "
+              "bytes, pytorch#126830); replay it with --torch 2.3 (or the release that recorded it)");
   }
   state_free(ctx, &st);
   if (r->peak_reserved)
