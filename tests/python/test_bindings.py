@@ -140,6 +140,25 @@ def test_replay_equals_cli():
     same(cli_json("replay", f, "--gpu", "a100-40gb"), gpuplan.replay(f, gpu="a100-40gb").to_dict())
 
 
+def test_replay_capacity_forms():
+    """Review A-2: gpuplan.replay's capacity is bytes as an int (its documented
+    unit), the CLI's text as a str; anything else is refused naming it (were:
+    a TypeError from "%d", 0 silently unlimited, 1.9 as 1 byte)."""
+    f = trace("cs336-ctx128-forward.pickle")
+    want = gpuplan.replay(f, capacity=18700 * 2**20)
+    assert want.num_ooms == 1 and want.capacity_bytes == 18700 * 2**20
+    for same in ("18700", "18700MiB", float(18700 * 2**20)):
+        got = gpuplan.replay(f, capacity=same)
+        assert got.capacity_bytes == want.capacity_bytes and got.oom_message == want.oom_message, same
+    assert gpuplan.Catalog().replay(f, capacity=18700).capacity_bytes == want.capacity_bytes  # the method: MiB
+    for bad in (0, -1, 1.9, float("nan"), float("inf")):
+        with pytest.raises(gpuplan.InvalidError, match="capacity"):
+            gpuplan.replay(f, capacity=bad)
+    for bad in ([], True, b"18700"):
+        with pytest.raises(TypeError, match="capacity"):
+            gpuplan.replay(f, capacity=bad)
+
+
 def test_explain_oom_equals_cli():
     msg = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which "
            "1.20 GiB is free. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB is "

@@ -235,11 +235,30 @@ class Catalog(_Catalog):
         return doc.gpus
 
 
+def _capacity_bytes(capacity):
+    """replay()'s capacity as the option's text: an int (or an integral
+    float) is bytes, a str is the CLI's (MiB unless it names a unit)."""
+    if isinstance(capacity, str):
+        return capacity
+    if isinstance(capacity, bool) or not isinstance(capacity, (int, float)):
+        raise TypeError("capacity: bytes as an int, or a size as a str ('18700' MiB, '40GiB'); got %s"
+                        % type(capacity).__name__)
+    if isinstance(capacity, float) and not (capacity == capacity and capacity not in (float("inf"), float("-inf"))
+                                            and capacity.is_integer()):
+        raise InvalidError("capacity: %r is not a whole number of bytes" % capacity)
+    if capacity < 1:
+        raise InvalidError("capacity: must be at least 1 byte (got %d); leave it out for an unlimited device"
+                           % capacity)
+    return "%dB" % int(capacity)
+
+
 def replay(path, alloc_conf=None, capacity=None, device=None, gpu=None, catalog=None, timeline=None, **options):
     """Replay a torch.cuda.memory._dump_snapshot() pickle (``gpuplan replay --json``).
 
     With ``alloc_conf`` (PYTORCH_CUDA_ALLOC_CONF) or a device ``capacity``
-    in bytes, the same program runs under other settings (what-if);
+    (an int: bytes; a str: as ``gpuplan replay --capacity`` reads it,
+    "18700" MiB or "40GiB"), the same program runs under other settings
+    (what-if);
     ``gpu="a100-40gb"`` sets the capacity to the SKU's memory less its CUDA
     context, as ``gpuplan replay --gpu``.  ``timeline=True`` adds the
     allocated and reserved bytes after every event, for plotting.  Releases
@@ -248,8 +267,8 @@ def replay(path, alloc_conf=None, capacity=None, device=None, gpu=None, catalog=
     if not isinstance(path, (bytes, bytearray)) and not _os.path.exists(path):  # the builtin a Python user catches
         raise FileNotFoundError(_errno.ENOENT, _os.strerror(_errno.ENOENT), _os.fspath(path))
     cat = catalog if catalog is not None else _default()
-    if capacity:
-        options["capacity"] = "%dB" % capacity
+    if capacity is not None:
+        options["capacity"] = _capacity_bytes(capacity)
     return cat.replay(path, alloc_conf=alloc_conf, device=device, gpu=gpu, timeline=timeline, **options)
 
 

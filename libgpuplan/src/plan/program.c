@@ -19,6 +19,7 @@
 
 #include "alloc/alloc_int.h"
 #include "plan/plan_int.h"
+#include "replay/replay_int.h"
 
 #define MAXW 8  /* parameter tensors per layer */
 #define GRAPH_POOL 1 /* the private pool of the captured step's CUDA graph */
@@ -582,7 +583,7 @@ finish:
   (void)extra_o;
   (void)adapters;
   rc = GPUPLAN_OK;
-  if (tr.rec && (rc = gpuplan_snapshot_write_as(p.a, tr.rec, sim->snapshot_path, sim->torch))) goto out;
+  if (tr.rec && (rc = gpuplan__snapshot_write_conf(p.a, tr.rec, sim->snapshot_path, sim->torch, sim->alloc_conf))) goto out;
   /* memory_summary() as the run left the allocator (after an OOM too). */
   if (sum && sum->want && (rc = gpuplan__alloc_summary(p.a, 0, sum->abbreviated, sum->layout, &sum->text))) goto out;
   if (sum && sum->want_stats) sum->stats = *gpuplan_cachealloc_stats(p.a);

@@ -23,6 +23,7 @@
 
 #include "alloc/alloc_int.h"
 #include "replay/pickle.h"
+#include "replay/replay_int.h"
 
 /* A frame as the viewer shows it. */
 typedef struct rframe {
@@ -395,6 +396,11 @@ static void block_113(pw *w, const gpuplan_recorder *rec, const gpuplan_block_in
 
 int gpuplan_snapshot_write_as(gpuplan_cachealloc *a, const gpuplan_recorder *rec, const char *path,
                               gpuplan_torch_version torch) {
+  return gpuplan__snapshot_write_conf(a, rec, path, torch, NULL);
+}
+
+int gpuplan__snapshot_write_conf(gpuplan_cachealloc *a, const gpuplan_recorder *rec, const char *path,
+                                 gpuplan_torch_version torch, const char *conf_text) {
   gpuplan_ctx *ctx;
   pw w;
   size_t i, nseg, k, first = 0;
@@ -513,9 +519,11 @@ int gpuplan_snapshot_write_as(gpuplan_cachealloc *a, const gpuplan_recorder *rec
   DICT_BEGIN(&w);
   {
     const gpuplan_alloc_conf *c = gpuplan_cachealloc_conf(a);
-    char conf[160];
-    snprintf(conf, sizeof conf, "%s", c->expandable_segments ? "expandable_segments:True" : "");
-    KEY(&w, "PYTORCH_CUDA_ALLOC_CONF"); str(&w, conf);
+    /* What PyTorch records: the settings' text as the run was given it;
+     * without it, the one setting the structured keys below cannot say
+     * whole is named. */
+    KEY(&w, "PYTORCH_CUDA_ALLOC_CONF");
+    str(&w, conf_text ? conf_text : c->expandable_segments ? "expandable_segments:True" : "");
     KEY(&w, "max_split_size"); integer(&w, c->max_split_size == UINT64_MAX ? -1 : (int64_t)c->max_split_size);
     KEY(&w, "garbage_collection_threshold"); real(&w, c->garbage_collection_threshold);
     KEY(&w, "expandable_segments"); op(&w, c->expandable_segments ? 0x88 : 0x89);

@@ -75,6 +75,9 @@ struct gpuplan_snapshot {
   state start;
   size_t start_diverged;
   char start_why[sizeof ((gpuplan_replay_result *)0)->divergence];
+  /* why the recorded PYTORCH_CUDA_ALLOC_CONF text was not read ("": it was,
+   * or there is none) */
+  char conf_unread[256];
 };
 
 /* --- small helpers --------------------------------------------------------- */
@@ -123,12 +126,27 @@ static int field_u64(gpuplan_ctx *ctx, const gpuplan__pv *d, const char *key, co
 
 /* The file's allocator_settings onto a conf; a value PyTorch itself would
  * refuse is an error naming the field (review L6). */
-static int conf_from_settings(gpuplan_ctx *ctx, const gpuplan__pv *set, gpuplan_alloc_conf *c) {
+static int conf_from_settings(gpuplan_ctx *ctx, const gpuplan__pv *set, gpuplan_alloc_conf *c, char *unread,
+                              size_t unread_cap) {
   const gpuplan__pv *v;
+  const char *text;
   int64_t i;
   gpuplan_alloc_conf_parse(ctx, NULL, GPUPLAN_TORCH_LATEST, c);
   gpuplan__clear(ctx);
+  unread[0] = 0;
   if (!set || set->type != GPUPLAN__PV_DICT) return GPUPLAN_OK;
+  /* The settings' text first (PyTorch records PYTORCH_CUDA_ALLOC_CONF as
+   * the run had it): the keys the dict has no field for
+   * (max_non_split_rounding_mb, large_segment_size_mb, ...) are only
+   * there.  Text the model does not take is said, not fatal: the fields
+   * below still hold the main settings. */
+  text = gpuplan__pv_str(gpuplan__pv_get(set, "PYTORCH_CUDA_ALLOC_CONF"));
+  if (text && *text) {
+    gpuplan_alloc_conf t;
+    if (gpuplan_alloc_conf_parse(ctx, text, GPUPLAN_TORCH_LATEST, &t) == GPUPLAN_OK) *c = t;
+    else snprintf(unread, unread_cap, "%s", gpuplan_errmsg(ctx));
+    gpuplan__clear(ctx);
+  }
   if (gpuplan__pv_int(gpuplan__pv_get(set, "max_split_size"), &i) == 0 && i != -1) {
     if (i < (int64_t)(20 << 20))
       return gpuplan__error(ctx, GPUPLAN_EINVAL,
@@ -336,7 +354,8 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     if (!dict_list(tr))
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: device_traces[%d] is not a list", device);
   }
-  GPUPLAN_TRY(conf_from_settings(ctx, gpuplan__pv_get(root, "allocator_settings"), &s->conf));
+  GPUPLAN_TRY(conf_from_settings(ctx, gpuplan__pv_get(root, "allocator_settings"), &s->conf, s->conf_unread,
+                                 sizeof s->conf_unread));
   {
     const gpuplan__pv *set = gpuplan__pv_get(root, "allocator_settings");
     const char *text = set ? gpuplan__pv_str(gpuplan__pv_get(set, "PYTORCH_CUDA_ALLOC_CONF")) : NULL;
@@ -2782,6 +2801,11 @@ static int replay_under(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const gpupl
     }
     if (rc == GPUPLAN_OK && ran && x->layout_at_peak && x->timeline)
       rc = capture_layouts(ctx, s, cur, o, whatif, r, x);
+    if (rc == GPUPLAN_OK && s->conf_unread[0] && !o->alloc_conf)
+      warn(x, "the file's recorded PYTORCH_CUDA_ALLOC_CONF '%.120s' was not read (%.200s): the settings "
+              "replayed are allocator_settings' own fields (max_split_size, garbage_collection_threshold, "
+              "expandable_segments, roundup_power2_divisions)",
+           s->recorded_conf ? s->recorded_conf : "", s->conf_unread);
     if (rc == GPUPLAN_OK && !r->exact && s->nev && rounding_class(gpuplan__release_of(o->torch)) == 2 &&
         unrounded_blocks(s))
       warn(x, "the file's blocks are not all 512-byte aligned: it was recorded by torch 2.3 or earlier with a "

@@ -91,4 +91,12 @@ typedef struct gpuplan__snapshot_facts {
 #define GPUPLAN__MAX_POOLS_SEEN 64 /* pools counts up to this many */
 const gpuplan__snapshot_facts *gpuplan__snapshot_facts_of(const gpuplan_snapshot *s);
 
+/* gpuplan_snapshot_write_as() with the settings' text the run was given
+ * (conf_text, as PYTORCH_CUDA_ALLOC_CONF held it; NULL: as the public
+ * function writes it), recorded as allocator_settings'
+ * PYTORCH_CUDA_ALLOC_CONF so that a replay reads every setting back
+ * (export.c). */
+int gpuplan__snapshot_write_conf(gpuplan_cachealloc *a, const gpuplan_recorder *rec, const char *path,
+                                 gpuplan_torch_version torch, const char *conf_text);
+
 #endif /* GPUPLAN_REPLAY_INT_H */

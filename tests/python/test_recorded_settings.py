@@ -1,0 +1,58 @@
+"""The allocator settings a snapshot records, written and read back whole
+(review A-4).
+
+PyTorch records allocator_settings' PYTORCH_CUDA_ALLOC_CONF as the run had
+the variable, beside fields for four settings; the others
+(max_non_split_rounding_mb, large_segment_size_mb, ...) are only in that
+text.  So simulate writes the text it was given, and replay reads the text
+first and the fields over it.  Truth: the round trip is exact (every
+allocation at its recorded address, every cudaMalloc of its recorded size),
+which it was not when a setting was dropped (large_segment_size_mb:64:
+"DIVERGES at event 1: cudaMalloc of 20971520 bytes where the trace has
+67108864").
+
+Run by CTest (python_bindings) with PYTHONPATH at the built package.
+"""
+import pickle
+
+import pytest
+
+import gpuplan
+
+
+@pytest.mark.parametrize("conf", [
+    "large_segment_size_mb:64",
+    "max_non_split_rounding_mb:512,max_split_size_mb:64",
+    "roundup_power2_divisions:[256:1,512:2,>:8]",
+    "expandable_segments:True,max_split_size_mb:64",
+    "garbage_collection_threshold:0.6,max_split_size_mb:200",
+])
+def test_settings_round_trip(tmp_path, conf):
+    path = str(tmp_path / "run.pickle")
+    with gpuplan.Catalog() as cat:
+        sim = cat.simulate("gpt2", "t4", micro_batch=4, steps=2, alloc_conf=conf, snapshot=path)
+    with open(path, "rb") as f:
+        settings = pickle.load(f)["allocator_settings"]
+    assert settings["PYTORCH_CUDA_ALLOC_CONF"] == conf
+    back = gpuplan.replay(path)
+    assert back.exact, back.divergence
+    assert back.alloc_conf == conf and back.alloc_conf_source == "snapshot"
+    assert back.peak_reserved_bytes == sim.peak_reserved_bytes
+    assert back.peak_allocated_bytes == sim.peak_allocated_bytes
+
+
+def test_text_the_model_does_not_take_is_said(tmp_path):
+    """A recorded backend the model does not follow: the fields are replayed,
+    and the report says the text was not read (was: silently ignored)."""
+    path = str(tmp_path / "run.pickle")
+    with gpuplan.Catalog() as cat:
+        cat.simulate("gpt2", "t4", micro_batch=4, steps=1, snapshot=path)
+    with open(path, "rb") as f:
+        d = pickle.load(f)
+    d["allocator_settings"]["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
+    with open(path, "wb") as f:
+        pickle.dump(d, f, protocol=4)
+    back = gpuplan.replay(path)
+    assert back.exact  # the run itself used the native allocator's defaults
+    assert any("PYTORCH_CUDA_ALLOC_CONF 'backend:cudaMallocAsync' was not read" in w for w in back.warnings), \
+        back.warnings
