@@ -292,6 +292,24 @@ static void test_jobtools__explain_oom(void **state) {
   assert_non_null(strstr(sval(d, "explanation"), "1. torch.cuda.empty_cache() between the warm-up and the capture"));
   assert_non_null(strstr(sval(d, "explanation"), "the retry does not empty the cache while a capture is underway"));
   gpuplan_doc_free(d);
+  /* Review A-8: torch 2.0's wording (or 1.13's) gets fixes that release
+   * has: max_split_size_mb through PYTORCH_CUDA_ALLOC_CONF first, and
+   * expandable_segments only as an upgrade to 2.1 (was: expandable_segments
+   * first, which 2.0 refuses). */
+  assert_int_equal(gpuplan_job_set(job, "message",
+                                   "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.15 GiB "
+                                   "total capacity; 60.00 GiB already allocated; 1.50 GiB free; 77.00 GiB reserved "
+                                   "in total by PyTorch) If reserved memory is >> allocated memory try setting "
+                                   "max_split_size_mb to avoid fragmentation."),
+                   GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  assert_int_equal(ival(d, "format"), 1);
+  assert_string_equal(sval(d, "verdict"), "fragmentation");
+  assert_non_null(strstr(sval(d, "explanation"), "1. PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:"));
+  assert_non_null(strstr(sval(d, "explanation"), "2. expandable_segments (segments that grow in place, so the free "
+                                                 "tail is reused) came in torch 2.1"));
+  assert_null(strstr(sval(d, "explanation"), "PYTORCH_ALLOC_CONF=expandable_segments"));
+  gpuplan_doc_free(d);
   gpuplan_job_reset(job);
   assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_EINVAL);
   assert_non_null(strstr(gpuplan_errmsg(f->ctx), "message"));

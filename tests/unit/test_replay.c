@@ -460,6 +460,36 @@ static void test_replay__start_oom_is_counted(void **state) {
   counting_done(&c, ctx);
 }
 
+/* Review A-9: a file recorded with expandable segments, replayed under a
+ * release that had none (they came in 2.1), says so (was: an exact match
+ * and no word). */
+static void test_replay__expandable_file_under_2_0_is_said(void **state) {
+  counting c;
+  gpuplan_ctx *ctx;
+  gpuplan_catalog *cat;
+  gpuplan_doc *d;
+  char path[1024];
+  const char *kv[] = {"file", path, "torch", "2.0", NULL};
+  const char *w;
+  (void)state;
+  counting_init(&c);
+  ctx = counting_ctx(&c);
+  snprintf(path, sizeof path, "%s/tests/data/replay/expandable.pickle",
+           getenv("GPUPLAN_SOURCE_DIR") ? getenv("GPUPLAN_SOURCE_DIR") : "..");
+  assert_int_equal(gpuplan_catalog_open_default(ctx, &cat), GPUPLAN_OK);
+  d = run_job(cat, ctx, "replay", kv);
+  assert_true(gpuplan_value_count(dget(d, "warnings")) >= 1);
+  w = gpuplan_value_string(gpuplan_value_at(dget(d, "warnings"), 0), NULL);
+  assert_non_null(strstr(w, "which came in torch 2.1: torch 2.0 had none"));
+  gpuplan_doc_free(d);
+  kv[3] = "2.1";
+  d = run_job(cat, ctx, "replay", kv);
+  assert_int_equal(gpuplan_value_count(dget(d, "warnings")), 0);
+  gpuplan_doc_free(d);
+  gpuplan_catalog_free(cat);
+  counting_done(&c, ctx);
+}
+
 /* --- a pickle writer for generated snapshots ------------------------------- */
 
 typedef struct pk {
@@ -1147,6 +1177,7 @@ int main(void) {
     cmocka_unit_test(test_replay__al5_dropped_start_segments_are_said),
     cmocka_unit_test(test_replay__gpu_capacity_as_simulate),
     cmocka_unit_test(test_replay__start_oom_is_counted),
+    cmocka_unit_test(test_replay__expandable_file_under_2_0_is_said),
     cmocka_unit_test(test_replay__m1_shared_dicts_are_refused),
     cmocka_unit_test(test_replay__m2_rebuild_linear_whatever_the_order),
     cmocka_unit_test(test_replay__start_pools_in_best_fit_order),

@@ -182,6 +182,16 @@ static void test_releases__divisions_parse(void **state) {
   refused(f->ctx, "roundup_power2_divisions:0", GPUPLAN_TORCH_V1_13, "power of two", NULL);
   refused(f->ctx, "roundup_power2_divisions:0", GPUPLAN_TORCH_LATEST, "power of two", NULL);
   accepted(f->ctx, "roundup_power2_divisions:[256:0]", GPUPLAN_TORCH_V2_0);
+  /* A bad list names its bad token (review A-7: '[300:2]' quoted ':2]',
+   * '[256:3]' quoted ']', '[]' quoted '?'). */
+  refused(f->ctx, "roundup_power2_divisions:[300:2]", GPUPLAN_TORCH_LATEST, "(got '300')", NULL);
+  refused(f->ctx, "roundup_power2_divisions:[256:3]", GPUPLAN_TORCH_LATEST, "(got '3')", NULL);
+  refused(f->ctx, "roundup_power2_divisions:[256:2x]", GPUPLAN_TORCH_LATEST, "(got '2x')", NULL);
+  refused(f->ctx, "roundup_power2_divisions:[18446744073709551616:4]", GPUPLAN_TORCH_LATEST,
+          "(got '18446744073709551616')", NULL);
+  refused(f->ctx, "roundup_power2_divisions:[]", GPUPLAN_TORCH_LATEST, "got nothing before ']'", NULL);
+  refused(f->ctx, "roundup_power2_divisions:[256:]", GPUPLAN_TORCH_LATEST, "divisions", "got nothing before ']'", NULL);
+  refused(f->ctx, "roundup_power2_divisions:[256:2", GPUPLAN_TORCH_LATEST, "not closed with ']'", NULL);
   /* 256 MB -> index log2(256) = 8, the first key fills 0..7; 512 -> 9;
    * 1024 -> 10; '>' from index 10 (2.9) or 11 (2.10) to 15. */
   assert_int_equal(parse(f->ctx, list, GPUPLAN_TORCH_V2_9, &c), GPUPLAN_OK);

@@ -174,6 +174,17 @@ static int conf_err(gpuplan_ctx *ctx, const char *key, const char *fmt, const ch
   return gpuplan__error(ctx, GPUPLAN_EINVAL, "alloc conf%s%s: %s (got '%.60s')", *key ? " " : "", key, fmt, val);
 }
 
+/* An error in the [size:divisions,...] list naming the token at tok (up to
+ * the next ',', ':' or ']'), or saying there is none. */
+static int div_err(gpuplan_ctx *ctx, const char *what, const char *tok) {
+  size_t n = strcspn(tok, ",:]");
+  if (n == 0)
+    return gpuplan__error(ctx, GPUPLAN_EINVAL, "alloc conf roundup_power2_divisions: %s (got nothing before '%.20s')",
+                          what, *tok ? tok : "the end");
+  return gpuplan__error(ctx, GPUPLAN_EINVAL, "alloc conf roundup_power2_divisions: %s (got '%.*s')", what,
+                        (int)(n > 60 ? 60 : n), tok);
+}
+
 /* roundup_power2_divisions: "4" or "[256:1,512:2,1024:4,>:8]" (R5). */
 static const char *parse_divisions(gpuplan_ctx *ctx, const char *p, gpuplan_alloc_conf *c,
                                    int *rc) {
@@ -210,14 +221,15 @@ static const char *parse_divisions(gpuplan_ctx *ctx, const char *p, gpuplan_allo
     for (;;) {
       uint64_t key = 0, val;
       int gt = 0, idx;
-      p = skip_ws(p);
+      const char *tok;
+      p = tok = skip_ws(p);
       if (*p == '>') {
         gt = 1;
         p++;
       } else {
         p = parse_u64(p, &key);
-        if (!p || !is_pow2(key)) {
-          *rc = conf_err(ctx, "roundup_power2_divisions", "keys are power-of-two sizes in MB or '>'", p ? p : "?");
+        if (!p || !is_pow2(key) || (*skip_ws(p) && !strchr(":,]", *skip_ws(p)))) {
+          *rc = div_err(ctx, "keys are power-of-two sizes in MB or '>'", tok);
           return NULL;
         }
       }
@@ -226,9 +238,10 @@ static const char *parse_divisions(gpuplan_ctx *ctx, const char *p, gpuplan_allo
         *rc = conf_err(ctx, "roundup_power2_divisions", "expected ':' in [size:divisions,...]", p);
         return NULL;
       }
-      p = parse_u64(skip_ws(p + 1), &val);
-      if (!p || (val != 0 && !is_pow2(val)) || val > 65536) {
-        *rc = conf_err(ctx, "roundup_power2_divisions", "divisions must be 0 or a power of two", p ? p : "?");
+      tok = skip_ws(p + 1);
+      p = parse_u64(tok, &val);
+      if (!p || (val != 0 && !is_pow2(val)) || val > 65536 || (*skip_ws(p) && !strchr(",]", *skip_ws(p)))) {
+        *rc = div_err(ctx, "divisions must be 0 or a power of two up to 65536", tok);
         return NULL;
       }
       if (gt) {
@@ -253,7 +266,10 @@ static const char *parse_divisions(gpuplan_ctx *ctx, const char *p, gpuplan_allo
         continue;
       }
       if (*p == ']') return p + 1;
-      *rc = conf_err(ctx, "roundup_power2_divisions", "expected ',' or ']'", p);
+      *rc = *p ? conf_err(ctx, "roundup_power2_divisions", "expected ',' or ']'", p)
+               : gpuplan__error(ctx, GPUPLAN_EINVAL,
+                                "alloc conf roundup_power2_divisions: the [size:divisions,...] list is not closed "
+                                "with ']'");
       return NULL;
     }
   }

@@ -11,6 +11,13 @@
 
 #include "common/internal.h"
 
+/* The fix a message in torch 2.0's (or 1.13's) wording gets instead of
+ * expandable_segments, which those releases lacked (2.1: pytorch#96995). */
+#define UPGRADE_113_20                                                                                      \
+  "expandable_segments (segments that grow in place, so the free tail is reused) came in torch 2.1; this "   \
+  "message is in the wording of torch 2.0 or earlier, which has none: upgrade, then "                       \
+  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+
 /* Parse "<number> <unit>" at p ("2.00 GiB", "0 bytes"); returns the end.
  * The number is decimal, as format_size writes it (no inf, nan or hex),
  * and the size must fit 64 bits (found by fuzz_oom). */
@@ -318,13 +325,22 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
                             "requested, but it is split into pieces inside partly used segments, which the "
                             "allocator's retry (empty the cache, try again) cannot return to the driver.\n"
                             "Try, in order:\n", U, A);
-    /* PYTORCH_ALLOC_CONF reaches the CUDA allocator from 2.10 (conf.c,
-     * gpuplan__reads_pytorch_alloc_conf). */
-    gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF before "
-                            "torch 2.10, the first whose CUDA allocator reads PYTORCH_ALLOC_CONF; segments grow "
-                            "in place; the free tail is reused instead of stranded)\n", n++);
-    gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=max_split_size_mb:<a size just above your common "
-                            "large tensors> so big cached blocks are not carved up by small requests\n", n++);
+    if (o->format == 1) {
+      /* The wording of torch 2.0 or earlier (review A-8): no
+       * expandable_segments (2.1, pytorch#96995), and the variable is
+       * PYTORCH_CUDA_ALLOC_CONF. */
+      gpuplan__buf_printf(&b, "  %d. PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:<a size just above your common "
+                              "large tensors> so big cached blocks are not carved up by small requests\n", n++);
+      gpuplan__buf_printf(&b, "  %d. %s\n", n++, UPGRADE_113_20);
+    } else {
+      /* PYTORCH_ALLOC_CONF reaches the CUDA allocator from 2.10 (conf.c,
+       * gpuplan__reads_pytorch_alloc_conf). */
+      gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF before "
+                              "torch 2.10, the first whose CUDA allocator reads PYTORCH_ALLOC_CONF; segments grow "
+                              "in place; the free tail is reused instead of stranded)\n", n++);
+      gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=max_split_size_mb:<a size just above your common "
+                              "large tensors> so big cached blocks are not carved up by small requests\n", n++);
+    }
     gpuplan__buf_printf(&b, "  %d. allocate the large, long-lived tensors first (or preallocate buffers) so "
                             "they do not land in the gaps of short-lived ones\n", n++);
     gpuplan__buf_printf(&b, "  %d. replay a memory snapshot under both settings: gpuplan replay FILE.pickle "
@@ -345,7 +361,8 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
     gpuplan__buf_printf(&b, "Verdict: MOSTLY DEMAND, MADE WORSE BY FRAGMENTATION. Free (%s) plus cached (%s) "
                             "would cover the %s, but neither alone does.\n"
                             "Try, in order:\n", F, U, A);
-    gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=expandable_segments:True\n", n++);
+    if (o->format == 1) gpuplan__buf_printf(&b, "  %d. %s\n", n++, UPGRADE_113_20);
+    else gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=expandable_segments:True\n", n++);
     gpuplan__buf_printf(&b, "  %d. reduce the peak: smaller micro-batch, activation checkpointing "
                             "(gpuplan plan shows which component to cut)\n", n++);
     break;
@@ -389,7 +406,9 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
                               "Try, in order (gpuplan plan MODEL --gpu SKU quantifies each):\n", S);
     }
     demand_fixes(&b, &n);
-    if (o->unallocated >= o->tried)
+    if (o->unallocated >= o->tried && o->format == 1)
+      gpuplan__buf_printf(&b, "  %d. to use the last %s: %s\n", n++, U, UPGRADE_113_20);
+    else if (o->unallocated >= o->tried)
       gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=expandable_segments:True, to use the last %s\n", n++, U);
     break;
   }

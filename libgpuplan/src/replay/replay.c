@@ -2661,6 +2661,15 @@ static int replay_under(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const gpupl
   memset(r, 0, sizeof *r);
   r->diverged_at = SIZE_MAX;
   r->oom_event = SIZE_MAX;
+  if (s->facts.expandable && gpuplan__release_of(o->torch) < 201) {
+    /* Review A-9: expandable segments came in 2.1 (pytorch#96995). */
+    char rel[32];
+    gpuplan__torch_release_name(gpuplan__release_of(o->torch), rel, sizeof rel);
+    warn(x, "the file was recorded with expandable segments (segment maps, is_expandable segments or the "
+            "setting), which came in torch 2.1: torch %s had none, so no run of that release wrote this file; "
+            "the replay follows the file's segments with %s's other rules; replay it with --torch 2.1 or later",
+         rel, rel);
+  }
   if (s->private_cudamalloc && s->conf.expandable_segments && gpuplan__release_of(o->torch) >= 205) {
     /* R34: only a release before 2.5 gives private pools cudaMalloc
      * segments under expandable_segments. */
