@@ -490,6 +490,44 @@ static void test_replay__expandable_file_under_2_0_is_said(void **state) {
   counting_done(&c, ctx);
 }
 
+/* Review A-6: a recorded OOM whose request succeeds in a what-if is held
+ * for its event's figures, so the timeline, the peak and "at peak
+ * reserved" agree (s8-recorded-oom.pickle under expandable segments on
+ * 100 MiB: the 60 MiB request fits; were: peak allocated 70 MiB, the
+ * timeline never above 60, 10 MiB allocated at the 80 MiB reserved peak). */
+static void test_replay__whatif_oom_request_in_the_figures(void **state) {
+  counting c;
+  gpuplan_ctx *ctx;
+  gpuplan_catalog *cat;
+  gpuplan_doc *d;
+  char path[1024];
+  const char *kv[] = {"file", path, "capacity", "100", "alloc_conf", "expandable_segments:True", "timeline", "true",
+                      NULL};
+  const gpuplan_value *tl;
+  int64_t most = 0;
+  size_t i;
+  (void)state;
+  counting_init(&c);
+  ctx = counting_ctx(&c);
+  snprintf(path, sizeof path, "%s/tests/data/replay/s8-recorded-oom.pickle",
+           getenv("GPUPLAN_SOURCE_DIR") ? getenv("GPUPLAN_SOURCE_DIR") : "..");
+  assert_int_equal(gpuplan_catalog_open_default(ctx, &cat), GPUPLAN_OK);
+  d = run_job(cat, ctx, "replay", kv);
+  tl = dget(d, "timeline.allocated_bytes");
+  for (i = 0; i < gpuplan_value_count(tl); i++)
+    if (gpuplan_value_int(gpuplan_value_at(tl, i)) > most) most = gpuplan_value_int(gpuplan_value_at(tl, i));
+  assert_int_equal(gpuplan_value_int(dget(d, "num_ooms")), 0);
+  assert_int_equal(gpuplan_value_int(dget(d, "peak_allocated_bytes")), 70 << 20);
+  assert_int_equal(most, 70 << 20);
+  assert_int_equal(gpuplan_value_int(dget(d, "peak_reserved_bytes")), 80 << 20);
+  assert_int_equal(gpuplan_value_int(dget(d, "allocated_at_peak_reserved_bytes")), 70 << 20);
+  assert_int_equal(gpuplan_value_int(dget(d, "total_free_at_peak_bytes")), 10 << 20);
+  assert_int_equal(gpuplan_value_int(dget(d, "final_allocated_bytes")), 10 << 20);
+  gpuplan_doc_free(d);
+  gpuplan_catalog_free(cat);
+  counting_done(&c, ctx);
+}
+
 /* --- a pickle writer for generated snapshots ------------------------------- */
 
 typedef struct pk {
@@ -1178,6 +1216,7 @@ int main(void) {
     cmocka_unit_test(test_replay__gpu_capacity_as_simulate),
     cmocka_unit_test(test_replay__start_oom_is_counted),
     cmocka_unit_test(test_replay__expandable_file_under_2_0_is_said),
+    cmocka_unit_test(test_replay__whatif_oom_request_in_the_figures),
     cmocka_unit_test(test_replay__m1_shared_dicts_are_refused),
     cmocka_unit_test(test_replay__m2_rebuild_linear_whatever_the_order),
     cmocka_unit_test(test_replay__start_pools_in_best_fit_order),

@@ -2220,6 +2220,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
   amap m, requested;
   size_t i;
   uint64_t top = 0, capacity = o->capacity ? o->capacity : (1ull << 56);
+  uint64_t oom_addr = 0; /* a recorded OOM's request that succeeded here, released after its event */
   unsigned pool = 0; /* the private pool allocations are routed to (route) */
   int rc;
   memset(&m, 0, sizeof m);
@@ -2295,7 +2296,12 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
       }
       if (rc) goto out;
       if (e->action == GPUPLAN_ACT_OOM) {
-        if ((rc = gpuplan_cachealloc_release(a, addr))) goto out; /* the program never got it */
+        /* The program never got it (after the OOM the trace goes on
+         * without it): released once this event's figures are taken, so
+         * that the timeline, the peak and the layout at the peak show the
+         * request that succeeded here (review A-6: the peak counted it,
+         * the timeline and "at peak reserved" did not). */
+        oom_addr = addr;
       } else {
         r->allocs++;
         if (addr != e->addr && (rc = amap_put(ctx, &m, e->addr, addr))) goto out;
@@ -2328,6 +2334,11 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
     if (x->lay_capturing) {
       int done;
       if ((rc = layout_step(ctx, a, &requested, x, i, &done)) || done) goto out;
+    }
+    if (oom_addr) {
+      rc = gpuplan_cachealloc_release(a, oom_addr);
+      oom_addr = 0;
+      if (rc) goto out;
     }
   }
   r->exact = 0;
