@@ -528,6 +528,43 @@ static void test_replay__whatif_oom_request_in_the_figures(void **state) {
   counting_done(&c, ctx);
 }
 
+/* Review B-2: an output that is a FIFO nothing reads is refused at once,
+ * naming it (was: --html and simulate --snapshot blocked forever). */
+static void test_replay__fifo_outputs_refused(void **state) {
+  counting c;
+  gpuplan_ctx *ctx;
+  gpuplan_catalog *cat;
+  gpuplan_job *job;
+  gpuplan_doc *d = NULL;
+  char fifo[1024], path[1024];
+  (void)state;
+  counting_init(&c);
+  ctx = counting_ctx(&c);
+  tmp_path(fifo, sizeof fifo, "no-reader.fifo");
+  unlink(fifo);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  assert_true(trace_path(path, sizeof path, "linear-grad.pickle"));
+  assert_int_equal(gpuplan_catalog_open_default(ctx, &cat), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_new(ctx, cat, &job), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_set(job, "file", path), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_set(job, "html", fifo), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "replay", &d), GPUPLAN_EIO);
+  assert_non_null(strstr(gpuplan_errmsg(ctx), "a FIFO that nothing reads"));
+  gpuplan_job_free(job);
+  assert_int_equal(gpuplan_job_new(ctx, cat, &job), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_set(job, "model", "gpt2"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_set(job, "gpu", "t4"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_set(job, "steps", "1"), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_set(job, "snapshot", fifo), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "simulate", &d), GPUPLAN_EIO);
+  assert_non_null(strstr(gpuplan_errmsg(ctx), "snapshot"));
+  assert_non_null(strstr(gpuplan_errmsg(ctx), "a FIFO that nothing reads"));
+  gpuplan_job_free(job);
+  gpuplan_catalog_free(cat);
+  unlink(fifo);
+  counting_done(&c, ctx);
+}
+
 /* --- a pickle writer for generated snapshots ------------------------------- */
 
 typedef struct pk {
@@ -1217,6 +1254,7 @@ int main(void) {
     cmocka_unit_test(test_replay__start_oom_is_counted),
     cmocka_unit_test(test_replay__expandable_file_under_2_0_is_said),
     cmocka_unit_test(test_replay__whatif_oom_request_in_the_figures),
+    cmocka_unit_test(test_replay__fifo_outputs_refused),
     cmocka_unit_test(test_replay__m1_shared_dicts_are_refused),
     cmocka_unit_test(test_replay__m2_rebuild_linear_whatever_the_order),
     cmocka_unit_test(test_replay__start_pools_in_best_fit_order),

@@ -61,6 +61,10 @@ int gpuplan__error(gpuplan_ctx *ctx, int code, const char *fmt, ...)
 int gpuplan__verror(gpuplan_ctx *ctx, int code, const char *fmt, va_list ap);
 int gpuplan__nomem(gpuplan_ctx *ctx);
 void gpuplan__error_detail(gpuplan_ctx *ctx, int detail);
+/* Write len bytes of data to path whole (created or truncated); a FIFO
+ * with no reader is refused, not waited on.  GPUPLAN_OK, or GPUPLAN_EIO
+ * with "<what> <path>: cannot write: <why>" (io.c). */
+int gpuplan__write_file(gpuplan_ctx *ctx, const char *path, const void *data, size_t len, const char *what);
 void gpuplan__clear(gpuplan_ctx *ctx);
 
 /* Forward a failure: GPUPLAN_TRY(expr) returns expr's code if negative. */

@@ -17,7 +17,6 @@
  * (_record_memory_history(max_entries=N)) keeps them (review L11).
  */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -404,7 +403,6 @@ int gpuplan__snapshot_write_conf(gpuplan_cachealloc *a, const gpuplan_recorder *
   gpuplan_ctx *ctx;
   pw w;
   size_t i, nseg, k, first = 0;
-  FILE *f;
   int rc = GPUPLAN_OK;
   gpuplan_block_info *blocks = NULL;
   size_t bcap = 0;
@@ -546,16 +544,7 @@ stop:
                         "snapshot %s: the allocator's %zu segments alone exceed what a snapshot reader takes", path,
                         nseg);
   if (rc == GPUPLAN_OK && w.b.failed) rc = gpuplan__nomem(ctx);
-  if (rc == GPUPLAN_OK) {
-    f = fopen(path, "wb");
-    if (!f || fwrite(w.b.ptr, 1, w.b.len, f) != w.b.len) {
-      int e = errno;
-      rc = gpuplan__error(ctx, GPUPLAN_EIO, "snapshot %s: cannot write: %s", path, strerror(e));
-      gpuplan__error_detail(ctx, e);
-    }
-    if (f && fclose(f) != 0 && rc == GPUPLAN_OK)
-      rc = gpuplan__error(ctx, GPUPLAN_EIO, "snapshot %s: cannot write", path);
-  }
+  if (rc == GPUPLAN_OK) rc = gpuplan__write_file(ctx, path, w.b.ptr, w.b.len, "snapshot");
   gpuplan__buf_dispose(&w.b);
   gpuplan__free(ctx, blocks);
   if (rc == GPUPLAN_OK) gpuplan__clear(ctx);

@@ -1164,7 +1164,6 @@ int gpuplan__html_write(gpuplan__html *h, const gpuplan__html_page *pg, const gp
   size_t nev = gpuplan_snapshot_event_count(s), i, k, peak, rpeak, at[2], nmaps = 0, nmaps_out = 0;
   char line[200], A[32];
   uint64_t ea[2], er[2];
-  FILE *f;
   int rc, expandable = pg->conf->expandable_segments;
   if (h->failed) return gpuplan__nomem(ctx);
   memset(&m, 0, sizeof m);
@@ -1333,21 +1332,7 @@ int gpuplan__html_write(gpuplan__html *h, const gpuplan__html_page *pg, const gp
     goto out;
   }
 
-  if (!(f = fopen(pg->path, "wb"))) {
-    int e = errno;
-    rc = gpuplan__error(ctx, GPUPLAN_EIO, "cannot write %s: %s", pg->path, strerror(e));
-    goto out;
-  }
-  if (fwrite(b.ptr, 1, b.len, f) != b.len) {
-    int e = errno;
-    fclose(f);
-    rc = gpuplan__error(ctx, GPUPLAN_EIO, "cannot write %s: %s", pg->path, strerror(e));
-    goto out;
-  }
-  if (fclose(f) != 0) {
-    rc = gpuplan__error(ctx, GPUPLAN_EIO, "cannot write %s: %s", pg->path, strerror(errno));
-    goto out;
-  }
+  if ((rc = gpuplan__write_file(ctx, pg->path, b.ptr, b.len, "html page"))) goto out;
   rc = GPUPLAN_OK;
 out:
   map_dispose(&m);
