@@ -159,6 +159,25 @@ def test_replay_capacity_forms():
             gpuplan.replay(f, capacity=bad)
 
 
+def test_unknown_trace_actions_are_said(tmp_path):
+    """Review B-5: a trace event whose action the model does not know is
+    skipped and said (was: silently, "2 trace events" for 3); user_defined
+    (record_annotation's entries) holds no memory and is skipped quietly."""
+    import pickle
+    with open(os.path.join(os.path.dirname(__file__), "..", "data", "replay", "private-pool.pickle"), "rb") as fh:
+        d = pickle.load(fh)
+    t = d["device_traces"][0]
+    t.insert(1, {"action": "ALLOC", "addr": 1, "size": 5, "stream": 0})
+    t.insert(2, {"action": "user_defined", "addr": 0, "size": 0, "stream": 0})
+    t.insert(3, {"action": "segment_resize", "addr": 1, "size": 5, "stream": 0})
+    f = tmp_path / "unknown-actions.pickle"
+    f.write_bytes(pickle.dumps(d, protocol=4))
+    r = gpuplan.replay(str(f))
+    assert r.exact and r.trace_events == len(t) - 3
+    assert any("2 trace event(s) with an action the model does not know ('ALLOC' was the first) were skipped" in w
+               for w in r.warnings), r.warnings
+
+
 def test_explain_oom_equals_cli():
     msg = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which "
            "1.20 GiB is free. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB is "

@@ -78,6 +78,8 @@ struct gpuplan_snapshot {
   /* why the recorded PYTORCH_CUDA_ALLOC_CONF text was not read ("": it was,
    * or there is none) */
   char conf_unread[256];
+  size_t skipped_events;  /* trace events of an action the model does not know, skipped */
+  char skipped_action[40]; /* ... the first one's */
 };
 
 /* --- small helpers --------------------------------------------------------- */
@@ -549,7 +551,15 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
         o->action = act_of[k];
       } else {
         if (!gpuplan__pv_str(act)) return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: trace event %zu: no 'action'", i);
-        if (!action_of(gpuplan__pv_str(act), &o->action)) continue; /* annotations and future actions */
+        if (!action_of(gpuplan__pv_str(act), &o->action)) {
+          /* user_defined (record_annotation's entries, torch 2.6+) holds no
+           * memory; any other is an action this model does not know (a
+           * newer release's, or a damaged file): skipped and said (review
+           * B-5: were skipped silently). */
+          if (strcmp(gpuplan__pv_str(act), "user_defined") != 0 && !s->skipped_events++)
+            snprintf(s->skipped_action, sizeof s->skipped_action, "%s", gpuplan__pv_str(act));
+          continue;
+        }
         if (nact < sizeof act_pv / sizeof act_pv[0]) {
           act_pv[nact] = act;
           act_of[nact++] = o->action;
@@ -2821,6 +2831,10 @@ static int replay_under(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const gpupl
     }
     if (rc == GPUPLAN_OK && ran && x->layout_at_peak && x->timeline)
       rc = capture_layouts(ctx, s, cur, o, whatif, r, x);
+    if (rc == GPUPLAN_OK && s->skipped_events)
+      warn(x, "%zu trace event(s) with an action the model does not know ('%s'%s) were skipped: the figures "
+              "are those of the other events",
+           s->skipped_events, s->skipped_action, s->skipped_events > 1 ? " was the first" : "");
     if (rc == GPUPLAN_OK && s->conf_unread[0] && !o->alloc_conf)
       warn(x, "the file's recorded PYTORCH_CUDA_ALLOC_CONF '%.120s' was not read (%.200s): the settings "
               "replayed are allocator_settings' own fields (max_split_size, garbage_collection_threshold, "
