@@ -116,6 +116,10 @@ static int render_replay(cli *c, gpuplan_doc *doc) {
     fputs(dstr(r, "summary"), stdout);
   }
   print_memory_stats(r, "memory_stats() at the end of the replay:");
+  if (dv(r, "timeline") && !disnull(r, "timeline"))
+    printf("timeline: %zu points of allocated and reserved bytes, one after each trace event (in --json: "
+           "timeline.allocated_bytes, timeline.reserved_bytes)\n",
+           gpuplan_value_count(dv(r, "timeline.allocated_bytes")));
   if (dv(r, "html") && !disnull(r, "html")) printf("html page: %s\n", term_safe(dstr(r, "html"), file, sizeof file));
   return EXIT_OK;
 }
@@ -124,6 +128,6 @@ int cmd_replay(cli *c, int argc, char **argv) {
   replay_args ra = {0};
   return cli_run(c, gpuplan_command_find("replay"), argc, argv,
                  "usage: gpuplan replay FILE.pickle [--alloc-conf S] [--gpu SKU | --capacity MIB] "
-                 "[--torch V] [--device N] [--summary] [--memory-stats] [--html OUT] [--json]",
+                 "[--torch V] [--device N] [--summary [--abbreviated]] [--memory-stats] [--timeline] [--html OUT] [--json]",
                  replay_about, render_replay, replay_extra, &ra);
 }

@@ -17,8 +17,9 @@ static const gpuplan_option_info opts[] = {
    "a catalog model (gpuplan catalog models), a size such as 70B (the catalog model of that size), a Hugging "
    "Face config.json or its directory; none with the shape options (layers, hidden, heads, vocab, ...)",
    TRAINING | C_SERVE, GPUPLAN_OPTF_POSITIONAL, "model"},
-  {"gpu", "gpu", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "(gpu or node required)",
-   "a GPU SKU from the catalog (gpuplan catalog gpus); replay: its memory less its CUDA context is the capacity",
+  {"gpu", "gpu", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "none (planning: a gpu or a node is required)",
+   "a GPU SKU from the catalog (gpuplan catalog gpus); replay: the memory its driver reports less its CUDA context "
+   "is the capacity, as simulate takes it",
    TRAINING | C_TOPO | C_REPLAY | C_SERVE, 0, "hardware"},
   {"gpus", "gpus", GPUPLAN_OPT_INT, "GPUs", 1, 16777216, NULL, "tp*pp*dp*cp, or the node's GPUs x nodes",
    "number of GPUs", TRAINING | C_SERVE, 0, "hardware"},
@@ -155,7 +156,7 @@ static const gpuplan_option_info opts[] = {
    0, "simulate"},
   {"alloc_conf", "alloc-conf", GPUPLAN_OPT_STRING, "", 0, 0, NULL, "none",
    "allocator settings as PYTORCH_ALLOC_CONF takes them, e.g. expandable_segments:True,max_split_size_mb:128",
-   C_SIMULATE | C_REPLAY, 0, "simulate"},
+   C_SIMULATE | C_REPLAY, 0, "what-if"},
   {"keep_grads", "keep-grads", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "false",
    "zero_grad(set_to_none=False): gradients persist between steps", C_SIMULATE, 0, "simulate"},
   {"other_procs", "other-procs", GPUPLAN_OPT_BYTES, "MiB", 0, 1099511627776.0, NULL, "0",
