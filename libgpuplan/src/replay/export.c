@@ -457,15 +457,18 @@ int gpuplan__snapshot_write_conf(gpuplan_cachealloc *a, const gpuplan_recorder *
       }
     }
     if ((rc = gpuplan_cachealloc_segment(a, i, &si, blocks, bcap))) break;
+    DICT_BEGIN(&w);
+    KEY(&w, "device"); integer(&w, 0);
+    KEY(&w, "address"); integer(&w, (int64_t)si.addr);
+    KEY(&w, "total_size"); integer(&w, (int64_t)si.total_size);
+    KEY(&w, "allocated_size"); integer(&w, (int64_t)si.allocated_size);
+    KEY(&w, "active_size"); integer(&w, (int64_t)si.allocated_size);
+    if (!v113) { /* (requested_size came in 2.0, pytorch#88575) */
+      KEY(&w, "requested_size"); integer(&w, (int64_t)si.requested_size);
+    }
+    KEY(&w, "stream"); integer(&w, (int64_t)si.stream);
+    KEY(&w, "segment_type"); str(&w, si.large ? "large" : "small");
     if (v113) {
-      DICT_BEGIN(&w);
-      KEY(&w, "device"); integer(&w, 0);
-      KEY(&w, "address"); integer(&w, (int64_t)si.addr);
-      KEY(&w, "total_size"); integer(&w, (int64_t)si.total_size);
-      KEY(&w, "allocated_size"); integer(&w, (int64_t)si.allocated_size);
-      KEY(&w, "active_size"); integer(&w, (int64_t)si.allocated_size);
-      KEY(&w, "stream"); integer(&w, (int64_t)si.stream);
-      KEY(&w, "segment_type"); str(&w, si.large ? "large" : "small");
       KEY(&w, "blocks");
       LIST_BEGIN(&w);
       for (k = 0; k < si.nblocks; k++) block_113(&w, rec, &blocks[k]);
@@ -473,15 +476,6 @@ int gpuplan__snapshot_write_conf(gpuplan_cachealloc *a, const gpuplan_recorder *
       DICT_END(&w);
       continue;
     }
-    DICT_BEGIN(&w);
-    KEY(&w, "device"); integer(&w, 0);
-    KEY(&w, "address"); integer(&w, (int64_t)si.addr);
-    KEY(&w, "total_size"); integer(&w, (int64_t)si.total_size);
-    KEY(&w, "allocated_size"); integer(&w, (int64_t)si.allocated_size);
-    KEY(&w, "active_size"); integer(&w, (int64_t)si.allocated_size);
-    KEY(&w, "requested_size"); integer(&w, (int64_t)si.requested_size);
-    KEY(&w, "stream"); integer(&w, (int64_t)si.stream);
-    KEY(&w, "segment_type"); str(&w, si.large ? "large" : "small");
     /* MempoolId_t: (0, 0) the default pools; a graph capture's pool is
      * (its id, 0), as CUDAGraph::capture_begin names it. */
     KEY(&w, "segment_pool_id"); integer(&w, (int64_t)si.pool_id); integer(&w, 0); op(&w, 0x86); /* TUPLE2 */

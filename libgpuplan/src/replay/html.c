@@ -132,9 +132,17 @@ typedef struct hseg {
   uint64_t addr, size, stream;
   int small, expandable; /* expandable: a mapped range of an expandable segment */
   uint64_t pool;         /* the allocator's layout only: a private pool's (1 + its index), 0 default */
-  hblk *b;
-  size_t n, cap;
+  hblk *b;               /* its blocks by address (a walked map: as map_flatten last wrote them) */
+  size_t n, cap;         /* (a walked map: n counts the tree's blocks) */
+  long root;             /* a walked map: the tree of its blocks, -1 empty */
 } hseg;
+
+/* A block of a walked map, in its segment's tree (a treap by address). */
+typedef struct hnode {
+  hblk b;
+  uint32_t pri;
+  long l, r;
+} hnode;
 
 typedef struct hmap {
   gpuplan_ctx *ctx;
@@ -144,14 +152,160 @@ typedef struct hmap {
   size_t odd; /* entries that did not fit the map */
   int nomem;
   int exact;  /* the allocator's own layout (gpuplan__replay_ext.lay), not rebuilt */
+  /* A walked map (the file's end undone to the start, then the model's
+   * entries forwards) keeps each segment's blocks in a tree: the walks
+   * split and merge blocks in the middle of a segment, and a flat array
+   * made that quadratic (review B-1: 400,000 blocks in one segment ran
+   * past a minute).  A map built once (the allocator's own layout) keeps
+   * arrays only. */
+  int tree;
+  hnode *t;
+  size_t tn, tcap;
+  long tfree;     /* freed nodes, linked through l */
+  uint32_t seed;
 } hmap;
 
 static void map_dispose(hmap *m) {
   size_t i;
   for (i = 0; i < m->n; i++) gpuplan__free(m->ctx, m->v[i].b);
   gpuplan__free(m->ctx, m->v);
+  gpuplan__free(m->ctx, m->t);
   m->v = NULL;
-  m->n = m->cap = 0;
+  m->t = NULL;
+  m->n = m->cap = m->tn = m->tcap = 0;
+  m->tfree = -1;
+}
+
+/* --- a walked map's trees ----------------------------------------------------- */
+
+static long tn_new(hmap *m, const hblk *b) {
+  long k;
+  if (m->tfree >= 0) {
+    k = m->tfree;
+    m->tfree = m->t[k].l;
+  } else {
+    if (m->tn == m->tcap) {
+      size_t cap = m->tcap ? 2 * m->tcap : 256;
+      hnode *nt = gpuplan__realloc(m->ctx, m->t, cap * sizeof *nt);
+      if (!nt) {
+        m->nomem = 1;
+        return -1;
+      }
+      m->t = nt;
+      m->tcap = cap;
+    }
+    k = (long)m->tn++;
+  }
+  m->seed = m->seed * 1664525u + 1013904223u;
+  m->t[k].b = *b;
+  m->t[k].pri = m->seed;
+  m->t[k].l = m->t[k].r = -1;
+  return k;
+}
+
+/* x split into keys below key (*a) and the rest (*c). */
+static void tn_split(hmap *m, long x, uint64_t key, long *a, long *c) {
+  if (x < 0) {
+    *a = *c = -1;
+  } else if (m->t[x].b.addr < key) {
+    tn_split(m, m->t[x].r, key, &m->t[x].r, c);
+    *a = x;
+  } else {
+    tn_split(m, m->t[x].l, key, a, &m->t[x].l);
+    *c = x;
+  }
+}
+
+static long tn_merge(hmap *m, long a, long c) {
+  if (a < 0) return c;
+  if (c < 0) return a;
+  if (m->t[a].pri > m->t[c].pri) {
+    m->t[a].r = tn_merge(m, m->t[a].r, c);
+    return a;
+  }
+  m->t[c].l = tn_merge(m, a, m->t[c].l);
+  return c;
+}
+
+/* The block with the highest address <= key, or -1. */
+static long tn_le(const hmap *m, long x, uint64_t key) {
+  long best = -1;
+  while (x >= 0) {
+    if (m->t[x].b.addr <= key) best = x, x = m->t[x].r;
+    else x = m->t[x].l;
+  }
+  return best;
+}
+
+/* The block with the lowest address > key, or -1. */
+static long tn_gt(const hmap *m, long x, uint64_t key) {
+  long best = -1;
+  while (x >= 0) {
+    if (m->t[x].b.addr > key) best = x, x = m->t[x].l;
+    else x = m->t[x].r;
+  }
+  return best;
+}
+
+static int tn_insert(hmap *m, hseg *g, const hblk *b) {
+  long k = tn_new(m, b), a, c;
+  if (k < 0) return -1;
+  tn_split(m, g->root, b->addr, &a, &c);
+  g->root = tn_merge(m, tn_merge(m, a, k), c);
+  g->n++;
+  return 0;
+}
+
+static void tn_erase(hmap *m, hseg *g, uint64_t key) {
+  long a, bc, b, c;
+  tn_split(m, g->root, key, &a, &bc);
+  tn_split(m, bc, key + 1, &b, &c);
+  if (b >= 0) {
+    m->t[b].l = m->tfree; /* (b is one node: addresses are distinct) */
+    m->tfree = b;
+    g->n--;
+  }
+  g->root = tn_merge(m, a, c);
+}
+
+static int tn_any_allocated(const hmap *m, long x) {
+  return x >= 0 && (m->t[x].b.allocated || tn_any_allocated(m, m->t[x].l) || tn_any_allocated(m, m->t[x].r));
+}
+
+static void tn_release_all(hmap *m, long x) {
+  if (x < 0) return;
+  tn_release_all(m, m->t[x].l);
+  tn_release_all(m, m->t[x].r);
+  m->t[x].l = m->tfree;
+  m->tfree = x;
+}
+
+static void tn_write(const hmap *m, long x, hblk *out, size_t *k) {
+  if (x < 0) return;
+  tn_write(m, m->t[x].l, out, k);
+  out[(*k)++] = m->t[x].b;
+  tn_write(m, m->t[x].r, out, k);
+}
+
+/* Each segment's array as its tree has it, for the readers. */
+static int map_flatten(hmap *m) {
+  size_t i, k;
+  if (!m->tree) return 0;
+  for (i = 0; i < m->n; i++) {
+    hseg *g = &m->v[i];
+    if (g->n > g->cap) {
+      hblk *nb = gpuplan__realloc(m->ctx, g->b, g->n * sizeof *nb);
+      if (!nb) {
+        m->nomem = 1;
+        return -1;
+      }
+      g->b = nb;
+      g->cap = g->n;
+    }
+    k = 0;
+    tn_write(m, g->root, g->b, &k);
+  }
+  return 0;
 }
 
 /* The segment holding addr, or -1. */
@@ -193,11 +347,6 @@ static int blk_insert(hmap *m, hseg *g, size_t at, const hblk *b) {
   return 0;
 }
 
-static void blk_erase(hseg *g, size_t at) {
-  memmove(g->b + at, g->b + at + 1, (g->n - at - 1) * sizeof *g->b);
-  g->n--;
-}
-
 static hblk free_blk(uint64_t addr, uint64_t size) {
   hblk b;
   memset(&b, 0, sizeof b);
@@ -236,10 +385,11 @@ static hseg *seg_insert(hmap *m, uint64_t addr, uint64_t size, int small, int on
   g->addr = addr;
   g->size = size;
   g->small = small;
+  g->root = -1;
   m->n++;
   if (one_free_block) {
     hblk b = free_blk(addr, size);
-    if (blk_insert(m, g, 0, &b)) return NULL;
+    if (m->tree ? tn_insert(m, g, &b) : blk_insert(m, g, 0, &b)) return NULL;
   }
   return g;
 }
@@ -251,11 +401,16 @@ static void seg_erase(hmap *m, uint64_t addr) {
     m->odd++;
     return;
   }
-  for (k = 0; k < m->v[i].n; k++)
-    if (m->v[i].b[k].allocated) {
-      m->odd++; /* a cudaFree of a segment with live blocks */
-      break;
-    }
+  if (m->tree) {
+    if (tn_any_allocated(m, m->v[i].root)) m->odd++; /* a cudaFree of a segment with live blocks */
+    tn_release_all(m, m->v[i].root);
+  } else {
+    for (k = 0; k < m->v[i].n; k++)
+      if (m->v[i].b[k].allocated) {
+        m->odd++; /* a cudaFree of a segment with live blocks */
+        break;
+      }
+  }
   gpuplan__free(m->ctx, m->v[i].b);
   memmove(m->v + i, m->v + i + 1, (m->n - (size_t)i - 1) * sizeof *m->v);
   m->n--;
@@ -263,21 +418,24 @@ static void seg_erase(hmap *m, uint64_t addr) {
 
 /* Free the allocated block at addr and merge it with free neighbours.
  * Returns 0, or -1 when there is no allocated block there. */
+/* (The walks' operations: on a walked map, whose blocks are in trees.) */
 static int blk_release(hmap *m, uint64_t addr) {
-  long i = seg_find(m, addr), k;
+  long i = seg_find(m, addr), k, nx, px;
   hseg *g;
   if (i < 0) return -1;
   g = &m->v[i];
-  k = blk_find(g, addr);
-  if (k < 0 || g->b[k].addr != addr || !g->b[k].allocated) return -1;
-  g->b[k] = free_blk(g->b[k].addr, g->b[k].size);
-  if ((size_t)k + 1 < g->n && !g->b[k + 1].allocated) {
-    g->b[k].size += g->b[k + 1].size;
-    blk_erase(g, (size_t)k + 1);
+  k = tn_le(m, g->root, addr);
+  if (k < 0 || m->t[k].b.addr != addr || !m->t[k].b.allocated) return -1;
+  m->t[k].b = free_blk(m->t[k].b.addr, m->t[k].b.size);
+  nx = tn_gt(m, g->root, addr);
+  if (nx >= 0 && !m->t[nx].b.allocated && m->t[nx].b.addr == addr + m->t[k].b.size) {
+    m->t[k].b.size += m->t[nx].b.size;
+    tn_erase(m, g, m->t[nx].b.addr);
   }
-  if (k > 0 && !g->b[k - 1].allocated) {
-    g->b[k - 1].size += g->b[k].size;
-    blk_erase(g, (size_t)k);
+  px = addr > g->addr ? tn_le(m, g->root, addr - 1) : -1;
+  if (px >= 0 && !m->t[px].b.allocated) {
+    m->t[px].b.size += m->t[k].b.size;
+    tn_erase(m, g, addr);
   }
   return 0;
 }
@@ -286,25 +444,26 @@ static int blk_release(hmap *m, uint64_t addr) {
  * alloc_found_block does: the rounded size, and the rest of the free block
  * too unless should_split (R11) would give it back.  forward: addr should
  * start the free block (the model hands out the low end of a free block);
- * undoing a free, a free neighbour before it is expected. */
+ * undoing a free, a free neighbour before it is expected.  The block, or
+ * NULL (its fields stay valid until the next insert). */
 static hblk *blk_carve(hmap *m, uint64_t addr, uint64_t requested, int forward) {
   long i = seg_find(m, addr), k;
   hseg *g;
-  hblk *f, b;
-  uint64_t size, end, remaining;
+  hblk b;
+  uint64_t size, end, remaining, faddr;
   int split;
   if (i < 0) {
     m->odd++;
     return NULL;
   }
   g = &m->v[i];
-  k = blk_find(g, addr);
-  if (k < 0 || g->b[k].allocated) {
+  k = tn_le(m, g->root, addr);
+  if (k < 0 || m->t[k].b.allocated || m->t[k].b.addr + m->t[k].b.size <= addr) {
     m->odd++;
     return NULL;
   }
-  f = &g->b[k];
-  end = f->addr + f->size;
+  faddr = m->t[k].b.addr;
+  end = faddr + m->t[k].b.size;
   size = gpuplan__round_size(m->conf, requested ? requested : 1);
   if (size > end - addr) {
     m->odd++;
@@ -314,23 +473,23 @@ static hblk *blk_carve(hmap *m, uint64_t addr, uint64_t requested, int forward) 
   if (g->small || m->conf->expandable_segments) split = remaining >= KMIN_BLOCK;
   else split = size < m->conf->max_split_size && remaining > KSMALL_SIZE;
   if (!split) size = end - addr;
-  if (f->addr < addr) {
+  if (faddr < addr) {
     /* The free space below stays free. */
     if (forward) m->odd++;
-    f->size = addr - f->addr;
-    b = free_blk(addr, end - addr);
-    if (blk_insert(m, g, (size_t)k + 1, &b)) return NULL;
-    k++;
+    m->t[k].b.size = addr - faddr;
+    b = free_blk(addr, size);
+    if (tn_insert(m, g, &b)) return NULL;
+    k = tn_le(m, g->root, addr);
+  } else {
+    m->t[k].b.size = size;
   }
   if (addr + size < end) {
     b = free_blk(addr + size, end - addr - size);
-    if (blk_insert(m, g, (size_t)k + 1, &b)) return NULL;
+    if (tn_insert(m, g, &b)) return NULL;
   }
-  f = &g->b[k];
-  f->size = size;
-  f->allocated = 1;
-  f->requested = requested;
-  return f;
+  m->t[k].b.allocated = 1;
+  m->t[k].b.requested = requested;
+  return &m->t[k].b;
 }
 
 /* The final segments of the device, as the file has them. */
@@ -342,6 +501,7 @@ static int map_from_file(hmap *m, const gpuplan__pv *root, int device) {
     const gpuplan__pv *d = segs->u.seq.items[i], *blocks, *type;
     int64_t addr, size, dev;
     uint64_t at;
+    long last; /* the segment's last block so far */
     hseg *g;
     if (gpuplan__pv_int(gpuplan__pv_get(d, "device"), &dev) == 0 && dev != device) continue;
     if (gpuplan__pv_int(gpuplan__pv_get(d, "address"), &addr) || gpuplan__pv_int(gpuplan__pv_get(d, "total_size"), &size))
@@ -354,6 +514,7 @@ static int map_from_file(hmap *m, const gpuplan__pv *root, int device) {
     if (!g) continue;
     blocks = gpuplan__pv_get(d, "blocks");
     at = (uint64_t)addr;
+    last = -1;
     for (j = 0; blocks && blocks->type == GPUPLAN__PV_LIST && j < blocks->u.seq.n; j++) {
       const gpuplan__pv *bv = blocks->u.seq.items[j], *hist = gpuplan__pv_get(bv, "history");
       const char *state = gpuplan__pv_str(gpuplan__pv_get(bv, "state"));
@@ -371,8 +532,12 @@ static int map_from_file(hmap *m, const gpuplan__pv *root, int device) {
         b.frames = gpuplan__pv_get(hist->u.seq.items[0], "frames");
       if (!b.allocated) b.frames = NULL;
       /* Free neighbours are one block, as the allocator keeps them. */
-      if (!b.allocated && g->n && !g->b[g->n - 1].allocated) g->b[g->n - 1].size += b.size;
-      else if (blk_insert(m, g, g->n, &b)) return gpuplan__nomem(m->ctx);
+      if (!b.allocated && last >= 0 && !m->t[last].b.allocated) {
+        m->t[last].b.size += b.size;
+      } else {
+        if (tn_insert(m, g, &b)) return gpuplan__nomem(m->ctx);
+        last = tn_le(m, g->root, b.addr);
+      }
       at += (uint64_t)bs;
     }
     if (at != (uint64_t)addr + (uint64_t)size) m->odd++; /* the replay refused such a file already */
@@ -1169,7 +1334,11 @@ int gpuplan__html_write(gpuplan__html *h, const gpuplan__html_page *pg, const gp
   memset(&m, 0, sizeof m);
   memset(&lm, 0, sizeof lm);
   m.ctx = ctx;
+  m.tree = 1;
+  m.tfree = -1;
+  m.seed = 2463534242u;
   lm.ctx = ctx;
+  lm.tfree = -1;
   m.conf = gpuplan_snapshot_conf(s); /* the trace ran under the file's settings */
   gpuplan__buf_init(&b, ctx);
   gpuplan__buf_init(&maps, ctx);
@@ -1215,6 +1384,7 @@ int gpuplan__html_write(gpuplan__html *h, const gpuplan__html_page *pg, const gp
     int is_oom = at[k] == r->oom_event && at[k] != peak;
     /* Everything the model did up to and including event at[k]. */
     while (i < h->n && at[k] != SIZE_MAX && h->v[i].event <= at[k]) apply(&m, &h->v[i++]);
+    map_flatten(&m); /* (the readers below take arrays) */
     if (m.nomem) {
       rc = gpuplan__nomem(ctx);
       goto out;
@@ -1225,6 +1395,7 @@ int gpuplan__html_write(gpuplan__html *h, const gpuplan__html_page *pg, const gp
       map_dispose(&lm);
       memset(&lm, 0, sizeof lm);
       lm.ctx = ctx;
+      lm.tfree = -1;
       lm.conf = pg->conf;
       if ((rc = map_from_layout(&lm, lay, h, at[k], &m))) goto out;
     }
