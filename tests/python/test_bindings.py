@@ -9,6 +9,7 @@ import json
 import math
 import os
 import pickle
+import re
 import subprocess
 import sys
 import threading
@@ -280,6 +281,26 @@ def test_bad_snapshot_names_the_problem(tmp_path):
     with pytest.raises(gpuplan.Error) as e:
         gpuplan.replay(f)
     assert "bad.pickle" in str(e.value) or "pickle" in str(e.value)
+
+
+@pytest.mark.parametrize("change,needle", [
+    # review B-6: were "segment 0: bad address/size" and "-9223372036854775808 bytes"
+    (lambda d: d["segments"][0].update(total_size=0), "segment 0: total_size is 0"),
+    (lambda d: d["segments"][0].update(address=2**64 - 4096), "segment 0: field 'address' is missing or not a "
+     "non-negative integer"),
+    (lambda d: d.setdefault("allocator_settings", {}).update(max_split_size=2**63),
+     "max_split_size is neither -1 (unlimited) nor a size in bytes (-9223372036854775808 as a signed 64-bit "
+     "integer, 9223372036854775808 unsigned)"),
+])
+def test_bad_snapshot_fields_are_named(tmp_path, change, needle):
+    import pickle
+    with open(os.path.join(os.path.dirname(__file__), "..", "data", "replay", "private-pool.pickle"), "rb") as fh:
+        d = pickle.load(fh)
+    change(d)
+    f = tmp_path / "bad-field.pickle"
+    f.write_bytes(pickle.dumps(d, protocol=4))
+    with pytest.raises(gpuplan.InvalidError, match=re.escape(needle)):
+        gpuplan.replay(str(f))
 
 
 def test_closed_catalog():

@@ -150,6 +150,11 @@ static int conf_from_settings(gpuplan_ctx *ctx, const gpuplan__pv *set, gpuplan_
     gpuplan__clear(ctx);
   }
   if (gpuplan__pv_int(gpuplan__pv_get(set, "max_split_size"), &i) == 0 && i != -1) {
+    if (i < 0) /* (a pickled 2^63 or more reads as a negative int64: neither is a size) */
+      return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                            "snapshot: allocator_settings.max_split_size is neither -1 (unlimited) nor a size in "
+                            "bytes (%lld as a signed 64-bit integer, %llu unsigned); PyTorch writes -1 or at least "
+                            "20 MiB", (long long)i, (unsigned long long)i);
     if (i < (int64_t)(20 << 20))
       return gpuplan__error(ctx, GPUPLAN_EINVAL,
                             "snapshot: allocator_settings.max_split_size is %lld bytes; PyTorch takes -1 "
@@ -475,8 +480,12 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     r->small = gpuplan__pv_str(type) ? strcmp(gpuplan__pv_str(type), "small") == 0
                                      : r->size == KSMALL_BUFFER;
     s->nsegs++;
-    if (r->size == 0 || r->addr + r->size < r->addr)
-      return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: bad address/size", i);
+    if (r->size == 0)
+      return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: total_size is 0", i);
+    if (r->addr + r->size < r->addr)
+      return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                            "snapshot: segment %zu: address 0x%llx + total_size %llu passes the end of the address "
+                            "space", i, (unsigned long long)r->addr, (unsigned long long)r->size);
     blocks = v[SF_BLOCKS].v;
     if (!dict_list(blocks))
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: no 'blocks' list", i);
