@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <time.h>
+#include <stddef.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -171,6 +172,24 @@ static void test_replay__recorded_oom_reproduces_pytorch_text(void **state) {
   o.alloc_conf = "max_split_size_mb:5";
   assert_int_equal(gpuplan_snapshot_replay(ctx, s, &o, &r), GPUPLAN_EINVAL);
   assert_non_null(strstr(gpuplan_errmsg(ctx), "max_split_size_mb"));
+  /* device_total (options version 2): the OOM's "total capacity" is the
+   * card's, the capacity what PyTorch could use of it. */
+  o.alloc_conf = NULL;
+  o.device_total = 1ull << 30;
+  assert_int_equal(gpuplan_snapshot_replay(ctx, s, &o, &r), GPUPLAN_OK);
+  assert_non_null(strstr(r.oom_message, "GPU 0 has a total capacity of 1024.00 MiB of which 40.00 MiB is free"));
+  {
+    /* A version-1 caller's options end before device_total: read as such. */
+    struct {
+      gpuplan_replay_options o1;
+      uint64_t garbage;
+    } v1;
+    memset(&v1, 0xff, sizeof v1);
+    memcpy(&v1.o1, &o, offsetof(gpuplan_replay_options, device_total));
+    v1.o1.version = 1;
+    assert_int_equal(gpuplan_snapshot_replay(ctx, s, &v1.o1, &r), GPUPLAN_OK);
+    assert_non_null(strstr(r.oom_message, "GPU 0 has a total capacity of 100.00 MiB of which 40.00 MiB is free"));
+  }
   gpuplan_snapshot_free(s);
   counting_done(&c, ctx);
 }

@@ -183,7 +183,13 @@ uint64_t gpuplan__alloc_mock_reserved(const gpuplan_cachealloc *a) { return a->m
 
 void gpuplan__alloc_count_oom(gpuplan_cachealloc *a) { a->st.num_ooms++; }
 
-void gpuplan__alloc_mock_total(gpuplan_cachealloc *a, uint64_t total) { a->mock.total = total; }
+void gpuplan__alloc_mock_total(gpuplan_cachealloc *a, uint64_t total) {
+  uint64_t f, t;
+  a->mock.total = total;
+  /* (per_process_memory_fraction is of the card's total, as PyTorch's) */
+  a->dev.mem_info(a->dev.payload, &f, &t);
+  a->total_memory = t;
+}
 
 gpuplan_ctx *gpuplan__alloc_ctx(const gpuplan_cachealloc *a) { return a->ctx; }
 
