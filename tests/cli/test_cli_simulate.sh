@@ -48,6 +48,7 @@ check "max_split 20 in 2.10" 0 "alloc conf 'max_split_size_mb:20'" -- "$gp" $sim
 check "unknown key, 2.9's words" 2 'Unrecognized CachingAllocator option: frob' -- "$gp" $sim --torch 2.9 --alloc-conf frob:1
 check "unknown key, 2.10's words" 2 "Unrecognized key 'frob' in CUDA allocator config." -- "$gp" $sim --torch 2.10 --alloc-conf frob:1
 check "bad torch" 2 "torch" -- "$gp" $sim --torch 3.0
+check "empty snapshot path" 2 "snapshot: give the path of the snapshot to write" -- "$gp" $sim --snapshot ""
 
 # CUDA graphs: the last step captured in a private pool.  GPT-2 XL at
 # micro-batch 8 on an A100-80GB: without empty_cache() the capture cannot

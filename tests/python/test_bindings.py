@@ -288,6 +288,10 @@ def test_bad_snapshot_names_the_problem(tmp_path):
     (lambda d: d["segments"][0].update(total_size=0), "segment 0: total_size is 0"),
     (lambda d: d["segments"][0].update(address=2**64 - 4096), "segment 0: field 'address' is missing or not a "
      "non-negative integer"),
+    # review B-5: were read as device 0, ignored, ignored
+    (lambda d: d["segments"][0].update(device="x"), "segment 0: field 'device' is not an integer"),
+    (lambda d: d["segments"][0].update(is_expandable="x"), "segment 0: field 'is_expandable' is not a bool"),
+    (lambda d: d["segments"][0].update(segment_type="x"), "segment 0: field 'segment_type' is not 'small' or 'large'"),
     (lambda d: d.setdefault("allocator_settings", {}).update(max_split_size=2**63),
      "max_split_size is neither -1 (unlimited) nor a size in bytes (-9223372036854775808 as a signed 64-bit "
      "integer, 9223372036854775808 unsigned)"),

@@ -1095,6 +1095,8 @@ int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
   so.torch = tr->rules;
   so.set_to_none = !iopt(j, J_KEEP_GRADS, 0);
   so.snapshot_path = sopt(j, J_SNAPSHOT);
+  if (so.snapshot_path && !*so.snapshot_path) /* (as replay's html option) */
+    return gpuplan__opt_error(j->ctx, GPUPLAN_EINVAL, JOPT(J_SNAPSHOT), "give the path of the snapshot to write");
   so.cuda_graph = (int)iopt(j, J_CUDA_GRAPH, 0);
   so.empty_cache_before_capture = (int)iopt(j, J_EMPTY_CACHE_BEFORE_CAPTURE, 0);
   if (so.empty_cache_before_capture && !so.cuda_graph)

@@ -442,11 +442,17 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     rseg *r;
     uint64_t at;
     if (!v) return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu is not a dict", i);
-    if (pf_int(&v[SF_DEVICE], &dev) == 0 && dev != device) continue;
+    /* Fields present with a type torch never writes are the file's error,
+     * named (review B-5: a device "x" was read as device 0). */
+    if (v[SF_DEVICE].v && pf_int(&v[SF_DEVICE], &dev) != 0)
+      return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: field 'device' is not an integer", i);
+    if (v[SF_DEVICE].v && dev != device) continue;
     r = &s->segs[s->nsegs];
     {
       int64_t xv;
-      if (pf_int(&v[SF_EXPANDABLE], &xv) == 0 && xv) s->facts.expandable_segments++, r->expandable = 1;
+      if (v[SF_EXPANDABLE].v && pf_int(&v[SF_EXPANDABLE], &xv) != 0)
+        return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: field 'is_expandable' is not a bool", i);
+      if (v[SF_EXPANDABLE].v && xv) s->facts.expandable_segments++, r->expandable = 1;
     }
     if (v[SF_POOL].v) {
       /* (0, 0): the default pool; anything else a MemPool or a CUDA
@@ -477,6 +483,10 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     GPUPLAN_TRY(pf_u64(ctx, &v[SF_TOTAL_SIZE], "total_size", "segment", i, &r->size));
     if (v[SF_STREAM].v) GPUPLAN_TRY(pf_u64(ctx, &v[SF_STREAM], "stream", "segment", i, &r->stream));
     type = v[SF_TYPE].v;
+    if (type && (!gpuplan__pv_str(type) ||
+                 (strcmp(gpuplan__pv_str(type), "small") != 0 && strcmp(gpuplan__pv_str(type), "large") != 0)))
+      return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: field 'segment_type' is not 'small' or "
+                            "'large'", i);
     r->small = gpuplan__pv_str(type) ? strcmp(gpuplan__pv_str(type), "small") == 0
                                      : r->size == KSMALL_BUFFER;
     s->nsegs++;
