@@ -75,9 +75,9 @@ struct gpuplan_snapshot {
   state start;
   size_t start_diverged;
   char start_why[sizeof ((gpuplan_replay_result *)0)->divergence];
-  /* why the recorded PYTORCH_CUDA_ALLOC_CONF text was not read ("": it was,
-   * or there is none) */
-  char conf_unread[256];
+  /* why the recorded PYTORCH_CUDA_ALLOC_CONF text was not read (NULL: it
+   * was, or there is none; ctx-allocated) */
+  char *conf_unread;
   size_t skipped_events;  /* trace events of an action the model does not know, skipped */
   char skipped_action[40]; /* ... the first one's */
 };
@@ -128,14 +128,12 @@ static int field_u64(gpuplan_ctx *ctx, const gpuplan__pv *d, const char *key, co
 
 /* The file's allocator_settings onto a conf; a value PyTorch itself would
  * refuse is an error naming the field (review L6). */
-static int conf_from_settings(gpuplan_ctx *ctx, const gpuplan__pv *set, gpuplan_alloc_conf *c, char *unread,
-                              size_t unread_cap) {
+static int conf_from_settings(gpuplan_ctx *ctx, const gpuplan__pv *set, gpuplan_alloc_conf *c, char **unread) {
   const gpuplan__pv *v;
   const char *text;
   int64_t i;
   gpuplan_alloc_conf_parse(ctx, NULL, GPUPLAN_TORCH_LATEST, c);
   gpuplan__clear(ctx);
-  unread[0] = 0;
   if (!set || set->type != GPUPLAN__PV_DICT) return GPUPLAN_OK;
   /* The settings' text first (PyTorch records PYTORCH_CUDA_ALLOC_CONF as
    * the run had it): the keys the dict has no field for
@@ -145,8 +143,13 @@ static int conf_from_settings(gpuplan_ctx *ctx, const gpuplan__pv *set, gpuplan_
   text = gpuplan__pv_str(gpuplan__pv_get(set, "PYTORCH_CUDA_ALLOC_CONF"));
   if (text && *text) {
     gpuplan_alloc_conf t;
-    if (gpuplan_alloc_conf_parse(ctx, text, GPUPLAN_TORCH_LATEST, &t) == GPUPLAN_OK) *c = t;
-    else snprintf(unread, unread_cap, "%s", gpuplan_errmsg(ctx));
+    if (gpuplan_alloc_conf_parse(ctx, text, GPUPLAN_TORCH_LATEST, &t) == GPUPLAN_OK) {
+      *c = t;
+    } else {
+      char why[GPUPLAN_ERRMSG_MAX];
+      snprintf(why, sizeof why, "%s", gpuplan_errmsg(ctx));
+      if (!(*unread = gpuplan__strdup(ctx, why))) return gpuplan__nomem(ctx);
+    }
     gpuplan__clear(ctx);
   }
   if (gpuplan__pv_int(gpuplan__pv_get(set, "max_split_size"), &i) == 0 && i != -1) {
@@ -340,7 +343,7 @@ static inline int pf_u64(gpuplan_ctx *ctx, const gpuplan__pfield *r, const char 
 }
 
 static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t values, gpuplan_snapshot *s) {
-  const gpuplan__pv *segs, *traces, *tr = NULL;
+  const gpuplan__pv *segs, *traces, *tr = NULL, *seen_type[2] = {NULL, NULL};
   size_t i, j, total = 0, used = 0;
   int64_t dev;
   fields sf, bf;
@@ -361,8 +364,7 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     if (!dict_list(tr))
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: device_traces[%d] is not a list", device);
   }
-  GPUPLAN_TRY(conf_from_settings(ctx, gpuplan__pv_get(root, "allocator_settings"), &s->conf, s->conf_unread,
-                                 sizeof s->conf_unread));
+  GPUPLAN_TRY(conf_from_settings(ctx, gpuplan__pv_get(root, "allocator_settings"), &s->conf, &s->conf_unread));
   {
     const gpuplan__pv *set = gpuplan__pv_get(root, "allocator_settings");
     const char *text = set ? gpuplan__pv_str(gpuplan__pv_get(set, "PYTORCH_CUDA_ALLOC_CONF")) : NULL;
@@ -435,6 +437,7 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
   /* Segments of this device. */
   s->segs = gpuplan__calloc(ctx, dict_count(segs) ? dict_count(segs) : 1, sizeof *s->segs);
   if (!s->segs) return gpuplan__nomem(ctx);
+  /* (seen_type: the segment_type strs met, [0] "large", [1] "small") */
   for (i = 0; i < dict_count(segs); i++) {
     const gpuplan__pv *blocks, *type;
     gpuplan__pfield buf[FIELDS_MAX];
@@ -483,12 +486,21 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
     GPUPLAN_TRY(pf_u64(ctx, &v[SF_TOTAL_SIZE], "total_size", "segment", i, &r->size));
     if (v[SF_STREAM].v) GPUPLAN_TRY(pf_u64(ctx, &v[SF_STREAM], "stream", "segment", i, &r->stream));
     type = v[SF_TYPE].v;
-    if (type && (!gpuplan__pv_str(type) ||
-                 (strcmp(gpuplan__pv_str(type), "small") != 0 && strcmp(gpuplan__pv_str(type), "large") != 0)))
-      return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: field 'segment_type' is not 'small' or "
-                            "'large'", i);
-    r->small = gpuplan__pv_str(type) ? strcmp(gpuplan__pv_str(type), "small") == 0
-                                     : r->size == KSMALL_BUFFER;
+    if (!type) {
+      r->small = r->size == KSMALL_BUFFER;
+    } else {
+      /* (a pickler writes "small" and "large" once and refers to them: the
+       * text is read when a new str comes) */
+      if (type != seen_type[0] && type != seen_type[1]) {
+        const char *ts = gpuplan__pv_str(type);
+        int sm = ts && strcmp(ts, "small") == 0;
+        if (!sm && (!ts || strcmp(ts, "large") != 0))
+          return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: field 'segment_type' is not 'small' "
+                                "or 'large'", i);
+        seen_type[sm] = type;
+      }
+      r->small = type == seen_type[1];
+    }
     s->nsegs++;
     if (r->size == 0)
       return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu: total_size is 0", i);
@@ -609,6 +621,7 @@ void gpuplan_snapshot_free(gpuplan_snapshot *s) {
   state_free(ctx, &s->start);
   gpuplan__free(ctx, s->ev_pool);
   gpuplan__free(ctx, s->recorded_conf);
+  gpuplan__free(ctx, s->conf_unread);
   gpuplan__free(ctx, s->segs);
   gpuplan__free(ctx, s->blocks);
   gpuplan__free(ctx, s->ev);
@@ -1897,7 +1910,8 @@ static int layout_step(gpuplan_ctx *ctx, gpuplan_cachealloc *a, const amap *pend
 }
 
 void gpuplan__replay_ext_init(gpuplan__replay_ext *x) {
-  memset(x, 0, sizeof *x);
+  memset(x, 0, GPUPLAN__REPLAY_EXT_ZEROED);
+  x->unchecked_why[0] = 0;
   x->layout = GPUPLAN_TORCH_LATEST;
   x->unchecked_from = x->unchecked_to = SIZE_MAX;
   x->lay_at[0] = x->lay_at[1] = SIZE_MAX;
@@ -2854,7 +2868,7 @@ static int replay_under(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const gpupl
       warn(x, "%zu trace event(s) with an action the model does not know ('%s'%s) were skipped: the figures "
               "are those of the other events",
            s->skipped_events, s->skipped_action, s->skipped_events > 1 ? " was the first" : "");
-    if (rc == GPUPLAN_OK && s->conf_unread[0] && !o->alloc_conf)
+    if (rc == GPUPLAN_OK && s->conf_unread && !o->alloc_conf)
       warn(x, "the file's recorded PYTORCH_CUDA_ALLOC_CONF '%.120s' was not read (%.200s): the settings "
               "replayed are allocator_settings' own fields (max_split_size, garbage_collection_threshold, "
               "expandable_segments, roundup_power2_divisions)",

@@ -6,6 +6,8 @@
 #ifndef GPUPLAN_REPLAY_INT_H
 #define GPUPLAN_REPLAY_INT_H
 
+#include <stddef.h>
+
 #include "common/internal.h"
 
 #define GPUPLAN__REPLAY_MAX_WARN 8
@@ -45,17 +47,14 @@ typedef struct gpuplan__replay_ext {
                                  * bytes and at the first OOM (a second replay up to them; needs timeline) */
   /* out (ctx-allocated; gpuplan__replay_ext_dispose frees) */
   char *summary_text;
-  gpuplan_alloc_stats stats;    /* want_stats: the allocator's statistics as the replay leaves it */
   int64_t *tl_allocated, *tl_reserved; /* after trace event i */
   size_t tl_n, tl_cap;
   int tl_failed;
-  size_t nwarn;
-  char warn[GPUPLAN__REPLAY_MAX_WARN][400];
+  size_t nwarn;                 /* warn[0, nwarn) */
   /* A rebuilt start the file does not determine (AL-1): events
    * [unchecked_from, unchecked_to) were replayed but cannot be checked, and
-   * why; SIZE_MAX when every event was checked. */
+   * why (unchecked_why); SIZE_MAX when every event was checked. */
   size_t unchecked_from, unchecked_to;
-  char unchecked_why[768];
   uint64_t div_model_addr;      /* internal: where the model put the allocation that diverged */
   /* layout_at_peak: lay[0] at the peak (the first event where the timeline's
    * allocated bytes are highest; with no event replayed, the start), lay[1]
@@ -63,7 +62,13 @@ typedef struct gpuplan__replay_ext {
   gpuplan__replay_layout lay[2];
   size_t lay_at[2];             /* internal: capture after these events (SIZE_MAX: not) */
   int lay_capturing;            /* internal: the second replay */
+  /* Written before they are read, so not zeroed by gpuplan__replay_ext_init
+   * (5 KiB a replay, most of a 33-event trace's setup): */
+  gpuplan_alloc_stats stats;    /* want_stats: the allocator's statistics as the replay leaves it */
+  char warn[GPUPLAN__REPLAY_MAX_WARN][400];
+  char unchecked_why[768];
 } gpuplan__replay_ext;
+#define GPUPLAN__REPLAY_EXT_ZEROED offsetof(gpuplan__replay_ext, stats)
 
 void gpuplan__replay_ext_init(gpuplan__replay_ext *x);
 void gpuplan__replay_ext_dispose(gpuplan_ctx *ctx, gpuplan__replay_ext *x);
