@@ -128,6 +128,18 @@ def test_simulate_summary_is_pytorchs(monkeypatch, alloc_conf, release):
         assert m["oversize_allocations.allocated"] > 0  # gpt-2's embedding and its gradient are over 128 MiB
 
 
+def test_large_counts_and_sizes_are_pytorchs(monkeypatch):
+    """5000 steps: 1.5 million allocations and 11,868 GB allocated in total,
+    so memory_summary() writes the K and GB prefixes (_format_count,
+    _format_size) that short runs never reach."""
+    with gpuplan.Catalog() as cat:
+        r = cat.simulate("gpt2", "a100-40gb", steps=5000, torch="1.13", summary=True, memory_stats=True).to_dict()
+    assert r["memory_stats"]["allocation.all.allocated"] > 750000
+    assert torch_summary(monkeypatch, r["memory_stats"]) == r["summary"]
+    assert " K  |" in r["summary"] and " GB |" in r["summary"]
+    consistent(r)
+
+
 def test_keys_by_release():
     """requested_bytes from 2.0 (pytorch#88575); the device counters from 2.3 (pytorch#120050)."""
     f = trace("linear-grad")
