@@ -541,6 +541,7 @@ typedef struct job_arg {
   double r;
   const char *s;
   Py_ssize_t n;
+  char num[48]; /* an int too wide for int64, in its digits (the option's error quotes it as given) */
 } job_arg;
 
 #define MAX_ARGS 96
@@ -559,9 +560,20 @@ static int add_arg(job_arg *a, int *n, const char *name, PyObject *v) {
     a[*n].kind = 0;
     a[*n].i = PyLong_AsLongLongAndOverflow(v, &overflow);
     if (overflow) {
-      a[*n].kind = 1;
-      a[*n].r = PyLong_AsDouble(v);
-      if (a[*n].r == -1.0 && PyErr_Occurred()) PyErr_Clear();
+      /* As text, so that the option's error shows the value given (was
+       * '1.84467e+19' for 2**64). */
+      PyObject *txt = PyObject_Str(v);
+      const char *u = txt ? PyUnicode_AsUTF8(txt) : NULL;
+      if (!u) {
+        Py_XDECREF(txt);
+        return -1;
+      }
+      snprintf(a[*n].num, sizeof a[*n].num, "%s", u);
+      if (strlen(u) >= sizeof a[*n].num) memcpy(a[*n].num + sizeof a[*n].num - 4, "...", 4); /* (cut: marked) */
+      Py_DECREF(txt);
+      a[*n].kind = 3;
+      a[*n].s = a[*n].num;
+      a[*n].n = (Py_ssize_t)strlen(a[*n].num);
     }
   } else if (PyFloat_Check(v)) {
     a[*n].kind = 1;

@@ -160,6 +160,13 @@ def test_replay_capacity_forms():
             gpuplan.replay(f, capacity=bad)
 
 
+def test_wide_ints_are_quoted_as_given():
+    """Review B-4: an int too wide for 64 bits reaches the option's error in
+    its own digits (was '1.84467e+19' for 2**64)."""
+    with pytest.raises(gpuplan.InvalidError, match=r"device: '18446744073709551616' is not an integer"):
+        gpuplan.replay(trace("linear-grad.pickle"), device=2**64)
+
+
 def test_unknown_trace_actions_are_said(tmp_path):
     """Review B-5: a trace event whose action the model does not know is
     skipped and said (was: silently, "2 trace events" for 3); user_defined
