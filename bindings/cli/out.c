@@ -198,6 +198,8 @@ const gpuplan_value *dv(const gpuplan_value *v, const char *path) { return gpupl
 void print_memory_stats(const gpuplan_value *r, const char *title) {
   const gpuplan_value *m = gpuplan_value_get(r, "memory_stats");
   size_t i;
+  if (m && gpuplan_value_type_of(m) == GPUPLAN_VALUE_NULL)
+    printf("\nmemory_stats(): none (the replay stopped where it diverged)\n");
   if (gpuplan_value_type_of(m) != GPUPLAN_VALUE_OBJECT) return;
   printf("\n%s\n", title);
   for (i = 0; i < gpuplan_value_count(m); i++)

@@ -159,6 +159,15 @@ def test_keys_by_release():
     assert latest["memory_stats"]["requested_bytes.all.peak"] <= latest["memory_stats"]["allocated_bytes.all.peak"]
 
 
+def test_none_where_the_replay_diverged():
+    """Review C-1: a replay that stops at a divergence has no statistics to
+    give, as it has no summary (were: uninitialized memory)."""
+    f = os.path.join(os.path.dirname(__file__), "..", "data", "replay", "segment-free-live.pickle")
+    r = gpuplan.replay(f, summary=True, memory_stats=True).to_dict()
+    assert r["diverged_at"] == 0 and not r["exact"]
+    assert r["memory_stats"] is None and r["summary"] is None
+
+
 def test_absent_unless_asked():
     assert "memory_stats" not in gpuplan.replay(trace("linear-grad")).keys()
 

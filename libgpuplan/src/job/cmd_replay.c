@@ -322,7 +322,9 @@ static int replay_doc(gpuplan_job *j, const replay_job *rj, const gpuplan_snapsh
   for (i = 0; i < x.nwarn; i++) gpuplan__doc_str(b, NULL, x.warn[i]);
   gpuplan__doc_end(b);
   if (x.summary) gpuplan__doc_str(b, "summary", x.summary_text);
-  if (x.want_stats) gpuplan__doc_memory_stats(b, &x.stats, gpuplan__release_of(rj->torch->rules));
+  /* (as the summary: none where the replay stopped at a divergence) */
+  if (x.want_stats && x.have_stats) gpuplan__doc_memory_stats(b, &x.stats, gpuplan__release_of(rj->torch->rules));
+  else if (x.want_stats) gpuplan__doc_null(b, "memory_stats");
   if (rj->html) gpuplan__doc_str(b, "html", rj->html);
   if (timeline) {
     gpuplan__doc_obj(b, "timeline");

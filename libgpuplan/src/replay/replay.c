@@ -1924,6 +1924,7 @@ void gpuplan__replay_ext_dispose(gpuplan_ctx *ctx, gpuplan__replay_ext *x) {
   gpuplan__free(ctx, x->tl_allocated);
   gpuplan__free(ctx, x->tl_reserved);
   x->summary_text = NULL;
+  x->have_stats = 0;
   x->tl_allocated = x->tl_reserved = NULL;
   x->tl_n = x->tl_cap = 0;
 }
@@ -1959,7 +1960,10 @@ static int tl_push(gpuplan_ctx *ctx, gpuplan__replay_ext *x, const gpuplan_cache
 /* memory_summary() and memory_stats() of the allocator as the replay
  * leaves it. */
 static int summarize(const gpuplan_snapshot *s, gpuplan_cachealloc *a, gpuplan__replay_ext *x) {
-  if (x->want_stats) x->stats = *gpuplan_cachealloc_stats(a);
+  if (x->want_stats) {
+    x->stats = *gpuplan_cachealloc_stats(a);
+    x->have_stats = 1;
+  }
   if (!x->summary) return GPUPLAN_OK;
   return gpuplan__alloc_summary(a, s->device, x->abbreviated, x->layout, &x->summary_text);
 }

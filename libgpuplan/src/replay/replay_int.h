@@ -62,6 +62,7 @@ typedef struct gpuplan__replay_ext {
   gpuplan__replay_layout lay[2];
   size_t lay_at[2];             /* internal: capture after these events (SIZE_MAX: not) */
   int lay_capturing;            /* internal: the second replay */
+  int have_stats;               /* stats were taken (the replay ran to its end: not when it diverged) */
   /* Written before they are read, so not zeroed by gpuplan__replay_ext_init
    * (5 KiB a replay, most of a 33-event trace's setup): */
   gpuplan_alloc_stats stats;    /* want_stats: the allocator's statistics as the replay leaves it */
