@@ -73,6 +73,11 @@ def consistent(doc):
     assert m["reserved_bytes.all.peak"] == doc["peak_reserved_bytes"]
     assert m["num_alloc_retries"] == doc["num_alloc_retries"]
     assert m["num_ooms"] == doc["num_ooms"]
+    if "num_device_alloc" in m and not doc.get("expandable") and "expandable" not in (doc.get("alloc_conf") or ""):
+        # PyTorch counts a cudaMalloc and its segment together (alloc_block), a
+        # start state's segments too (review C-2: num_device_alloc left them out)
+        assert m["num_device_alloc"] == m["segment.all.allocated"]
+        assert m["num_device_free"] == m["segment.all.freed"]
     for name in ("allocated_bytes", "reserved_bytes", "active_bytes", "allocation", "segment", "active"):
         for metric in ("current", "peak", "allocated", "freed"):
             # the aggregate is the sum of the two pools, for every stat
@@ -81,6 +86,12 @@ def consistent(doc):
                                                            m["%s.small_pool.%s" % (name, metric)]), (name, metric)
         assert m[name + ".all.current"] == m[name + ".all.allocated"] - m[name + ".all.freed"]
         assert m[name + ".all.peak"] >= m[name + ".all.current"]
+
+
+@pytest.mark.parametrize("name", TRACE_NAMES)
+def test_replay_stats_latest(name):
+    """The latest release's keys, the device counters among them."""
+    consistent(gpuplan.replay(trace(name), memory_stats=True).to_dict())
 
 
 @pytest.mark.parametrize("name", TRACE_NAMES)

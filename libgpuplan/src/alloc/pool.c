@@ -312,6 +312,9 @@ int gpuplan__alloc_install(gpuplan_cachealloc *a, uint64_t addr, uint64_t size, 
   GPUPLAN_TRY(gpuplan__spare_reserve(a, n));
   GPUPLAN_TRY(gpuplan__pool_reserve(a, gpuplan__pool_of(a, a->cur_pool, small), n, 0));
   if (!(s = gpuplan__seg_add(a, addr, size, stream, small))) return gpuplan__nomem(a->ctx);
+  /* A segment installed is one cudaMalloc'd before the trace: counted as
+   * segment.* counts it (review C-2: num_device_alloc left it out) */
+  a->st.num_device_alloc++;
   s->pool = a->cur_pool; /* the pool allocations are routed to (begin_pool) */
   for (i = 0; i < n; i++) {
     gpuplan__blk *b = gpuplan__blk_new(a); /* reserved: cannot fail */

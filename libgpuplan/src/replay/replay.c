@@ -2268,6 +2268,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
   size_t i;
   uint64_t top = 0, capacity = o->capacity ? o->capacity : (1ull << 56);
   uint64_t oom_addr = 0; /* a recorded OOM's request that succeeded here, released after its event */
+  int64_t start_mallocs = 0;
   unsigned pool = 0; /* the private pool allocations are routed to (route) */
   int rc;
   memset(&m, 0, sizeof m);
@@ -2287,6 +2288,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
   if (o->trace) gpuplan_cachealloc_set_trace(a, o->trace, o->trace_payload);
   r->start_allocated = (uint64_t)gpuplan_cachealloc_stats(a)->allocated_bytes[0].current;
   r->start_reserved = (uint64_t)gpuplan_cachealloc_stats(a)->reserved_bytes[0].current;
+  start_mallocs = gpuplan_cachealloc_stats(a)->num_device_alloc; /* the start's segments */
   if (r->start_reserved > capacity) {
     /* Cached segments would have been released when memory ran short. */
     char A[32], C[32], F[32];
@@ -2392,7 +2394,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
   r->peak_allocated = (uint64_t)gpuplan_cachealloc_stats(a)->allocated_bytes[0].peak;
   r->final_allocated = (uint64_t)gpuplan_cachealloc_stats(a)->allocated_bytes[0].current;
   r->final_reserved = (uint64_t)gpuplan_cachealloc_stats(a)->reserved_bytes[0].current;
-  r->segment_allocs = (size_t)gpuplan_cachealloc_stats(a)->num_device_alloc;
+  r->segment_allocs = (size_t)(gpuplan_cachealloc_stats(a)->num_device_alloc - start_mallocs); /* the trace's */
   r->num_alloc_retries = gpuplan_cachealloc_stats(a)->num_alloc_retries;
   r->num_ooms = gpuplan_cachealloc_stats(a)->num_ooms;
   rc = summarize(s, a, x);
