@@ -60,6 +60,20 @@ def test_replay_html_oom_and_bytes(tmp_path):
     assert d["capacity"] == 3500 * 2**20
 
 
+def test_map_of_a_diverged_replay_says_so(tmp_path):
+    """Review C-5: the page of a replay that diverged says its map is the
+    model's (was: "exact: the allocator's own layout")."""
+    f = os.path.join(os.path.dirname(__file__), "..", "data", "replay", "inconsistent-trace.pickle")
+    out = str(tmp_path / "diverged.html")
+    r = gpuplan.replay(f, html=out)
+    assert r.diverged_at == 2
+    text = open(out, encoding="utf-8").read()
+    assert 'data-diverged="2">The replay diverged at event 2: this map is the model' in text
+    ok = str(tmp_path / "exact.html")
+    gpuplan.replay(trace("linear-grad.pickle"), html=ok)
+    assert "data-diverged" not in open(ok, encoding="utf-8").read()
+
+
 def test_replay_html_names_the_field(tmp_path):
     with pytest.raises(gpuplan.Error, match=r"^html"):
         gpuplan.replay(trace("linear-grad.pickle"), html=str(tmp_path / "no" / "such" / "dir" / "x.html"))

@@ -1156,6 +1156,10 @@ int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
   gpuplan__doc_uint(b, "resident_bytes", resident);
   gpuplan__doc_uint(b, "other_procs_bytes", other);
   gpuplan__doc_uint(b, "nvidia_smi_used_bytes", sr.peak_reserved + resident + other);
+  /* (the driver's total, as the simulated card and its OOM text have it;
+   * review C-7: the line showed the marketed size beside it) */
+  gpuplan__doc_uint(b, "nvidia_smi_total_bytes",
+                    t.js.options.gpu_total_bytes ? t.js.options.gpu_total_bytes : gpuplan_gpu_usable_bytes(t.js.gpu, NULL));
   gpuplan__doc_str(b, "snapshot", so.snapshot_path);
   gpuplan__doc_arr(b, "warnings");
   if (*warn) gpuplan__doc_str(b, NULL, warn);

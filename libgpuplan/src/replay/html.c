@@ -1290,10 +1290,15 @@ static void put_header(gpuplan__buf *b, const gpuplan__html_page *pg, const gpup
 }
 
 /* A caption under a map: whether its blocks add up to the replay's figures. */
-static void put_map_note(gpuplan__buf *b, const hmap *m, uint64_t ea, uint64_t er) {
+static void put_map_note(gpuplan__buf *b, const hmap *m, uint64_t ea, uint64_t er, const gpuplan_replay_result *r) {
   uint64_t alloc = 0, res = 0;
   size_t i, k;
   char A[32], B[32], C[32], E[32];
+  if (r->diverged_at != SIZE_MAX)
+    /* (review C-5: the map of a replay that diverged was called exact) */
+    gpuplan__buf_printf(b, "<p class=\"note diverged\" data-diverged=\"%zu\">The replay diverged at event %zu: "
+                           "this map is the model's up to there, not the program's, and its peak is not the "
+                           "file's.</p>\n", r->diverged_at, r->diverged_at);
   for (i = 0; i < m->n; i++) {
     res += m->v[i].size;
     for (k = 0; k < m->v[i].n; k++)
@@ -1419,7 +1424,7 @@ int gpuplan__html_write(gpuplan__html *h, const gpuplan__html_page *pg, const gp
     gpuplan__buf_printf(&notes, "<section class=\"map\"><h2>");
     put_html(&notes, title);
     gpuplan__buf_printf(&notes, "</h2>\n<div class=\"wrap\" id=\"map-%zu\"></div>\n", k);
-    put_map_note(&notes, lay ? &lm : &m, ea[k], er[k]);
+    put_map_note(&notes, lay ? &lm : &m, ea[k], er[k], r);
     gpuplan__buf_puts(&notes, "</section>\n");
   }
   gpuplan__buf_puts(&maps, "]");
