@@ -110,9 +110,10 @@ static int render_replay(cli *c, gpuplan_doc *doc) {
   if (!disnull(r, "oom_event"))
     printf("OUT OF MEMORY at event %lld:\n%s\n", (long long)dint(r, "oom_event"), dstr(r, "oom_message"));
   if (dv(r, "summary") && !disnull(r, "summary")) {
-    printf("\nmemory_summary() at the end of the replay (%s):\n", dbool(r, "rebuilt_start")
-               ? "Tot Alloc and Tot Freed count from the rebuilt start, peaks are over the trace"
-               : "the whole history is in the trace");
+    printf("\nmemory_summary() at the end of the replay (%s):\n",
+           dint(r, "trace_events") == 0 ? "the file has no trace: the figures are its final segments'"
+           : dbool(r, "rebuilt_start")  ? "Tot Alloc and Tot Freed count from the rebuilt start, peaks are over the trace"
+                                        : "the whole history is in the trace");
     fputs(dstr(r, "summary"), stdout);
   }
   print_memory_stats(r, "memory_stats() at the end of the replay:");

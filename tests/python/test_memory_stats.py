@@ -106,6 +106,17 @@ def test_replay_summary_is_pytorchs(monkeypatch, name):
     assert r["memory_stats"]["reserved_bytes.all.current"] == r["final_reserved_bytes"]
 
 
+def test_start_that_does_not_fit_resets_the_peaks():
+    """Review C-3: a what-if whose start state does not fit releases the
+    cached segments first, and the statistics' peaks are then of what the
+    card held, as the document's (were the installed cache's 4234 MB)."""
+    f = os.path.join(os.path.dirname(__file__), "..", "data", "replay", "linear-grad-113-list.pickle")
+    r = gpuplan.replay(f, capacity="100", memory_stats=True).to_dict()
+    m = r["memory_stats"]
+    assert m["reserved_bytes.all.peak"] == r["peak_reserved_bytes"] < 4234 * 2**20
+    assert m["allocated_bytes.all.peak"] == r["peak_allocated_bytes"]
+
+
 def test_abbreviated_summary_is_pytorchs(monkeypatch):
     r = gpuplan.replay(trace("cs336-ctx128-forward"), torch="1.13", abbreviated=True, memory_stats=True).to_dict()
     assert torch_summary(monkeypatch, r["memory_stats"], abbreviated=True) == r["summary"]

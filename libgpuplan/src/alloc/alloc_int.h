@@ -78,6 +78,11 @@ void gpuplan__alloc_count_oom(gpuplan_cachealloc *a);
  * is never free).  0 or less than the capacity: the capacity. */
 void gpuplan__alloc_mock_total(gpuplan_cachealloc *a, uint64_t total);
 
+/* torch.cuda.reset_peak_memory_stats(): every statistic's peak becomes its
+ * current value (a replay whose start did not fit, once the cached
+ * segments are released: the peaks are of what the card held). */
+void gpuplan__alloc_reset_peaks(gpuplan_cachealloc *a);
+
 /* The segments the snapshot would show (gpuplan_cachealloc_segment's), all
  * at once: *segs (n of them, in address order) and their blocks, one run
  * per segment in *blocks; both ctx-allocated, freed by the caller. */

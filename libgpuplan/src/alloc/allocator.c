@@ -183,6 +183,17 @@ uint64_t gpuplan__alloc_mock_reserved(const gpuplan_cachealloc *a) { return a->m
 
 void gpuplan__alloc_count_oom(gpuplan_cachealloc *a) { a->st.num_ooms++; }
 
+void gpuplan__alloc_reset_peaks(gpuplan_cachealloc *a) {
+  gpuplan_stat *arrays[] = {a->st.allocation, a->st.segment, a->st.active, a->st.inactive_split,
+                            a->st.allocated_bytes, a->st.reserved_bytes, a->st.active_bytes,
+                            a->st.inactive_split_bytes, a->st.requested_bytes};
+  size_t i, k;
+  for (i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+    for (k = 0; k < 3; k++) arrays[i][k].peak = arrays[i][k].current;
+  a->st.oversize_allocations.peak = a->st.oversize_allocations.current;
+  a->st.oversize_segments.peak = a->st.oversize_segments.current;
+}
+
 void gpuplan__alloc_mock_total(gpuplan_cachealloc *a, uint64_t total) {
   uint64_t f, t;
   a->mock.total = total;

@@ -2294,6 +2294,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
     char A[32], C[32], F[32];
     if ((rc = gpuplan_cachealloc_empty_cache(a))) goto out;
     gpuplan__alloc_mock_above(a, 0);
+    gpuplan__alloc_reset_peaks(a); /* (the installed cache never fit the card: not a peak of it) */
     gpuplan_format_size(r->start_reserved, A, sizeof A);
     gpuplan_format_size(capacity, C, sizeof C);
     gpuplan_format_size(r->start_reserved - gpuplan__alloc_mock_reserved(a), F, sizeof F);
