@@ -2526,6 +2526,9 @@ static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const stat
  * become the trace's own.  Unless those contradict themselves (more bytes
  * in blocks than in segments at some event): then the file is not a
  * consistent trace, and the divergence stands, said so. */
+static int unrounded_blocks(const gpuplan_snapshot *s);
+static int rounding_class(unsigned release);
+
 static int unchecked_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *cur, gpuplan_replay_result *r,
                              gpuplan__replay_ext *x) {
   gpuplan_replay_result kept = *r;
@@ -2538,9 +2541,16 @@ static int unchecked_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const 
   *r = kept;
   {
     char d[sizeof r->divergence];
-    snprintf(d, sizeof d, "%.300s; and the trace's own figures contradict themselves at event %zu (more bytes "
-                          "allocated than its segments hold): the file is not a consistent trace",
-             kept.divergence, at);
+    if (rounding_class(s->conf.release) == 2 && unrounded_blocks(s))
+      /* (review C-4: such a file is consistent under the release that wrote it) */
+      snprintf(d, sizeof d, "%.260s; and with this release's rounding the trace's own figures contradict "
+                            "themselves at event %zu (more allocated than its segments hold): its blocks are not "
+                            "all 512-byte aligned, so it is not this release's trace",
+               kept.divergence, at);
+    else
+      snprintf(d, sizeof d, "%.300s; and the trace's own figures contradict themselves at event %zu (more bytes "
+                            "allocated than its segments hold): the file is not a consistent trace",
+               kept.divergence, at);
     memcpy(r->divergence, d, sizeof d);
   }
   r->exact = 0;
