@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "alloc/alloc_int.h"
+#include "common/treap.h"
 #include "replay/html_int.h"
 #include "replay/pickle.h"
 
@@ -203,69 +204,25 @@ static long tn_new(hmap *m, const hblk *b) {
   return k;
 }
 
-/* x split into keys below key (*a) and the rest (*c). */
-static void tn_split(hmap *m, long x, uint64_t key, long *a, long *c) {
-  if (x < 0) {
-    *a = *c = -1;
-  } else if (m->t[x].b.addr < key) {
-    tn_split(m, m->t[x].r, key, &m->t[x].r, c);
-    *a = x;
-  } else {
-    tn_split(m, m->t[x].l, key, a, &m->t[x].l);
-    *c = x;
-  }
-}
+GPUPLAN__TREAP(hn, hnode) /* common/treap.h: hn_le, hn_gt, hn_link, hn_unlink */
 
-static long tn_merge(hmap *m, long a, long c) {
-  if (a < 0) return c;
-  if (c < 0) return a;
-  if (m->t[a].pri > m->t[c].pri) {
-    m->t[a].r = tn_merge(m, m->t[a].r, c);
-    return a;
-  }
-  m->t[c].l = tn_merge(m, a, m->t[c].l);
-  return c;
-}
-
-/* The block with the highest address <= key, or -1. */
-static long tn_le(const hmap *m, long x, uint64_t key) {
-  long best = -1;
-  while (x >= 0) {
-    if (m->t[x].b.addr <= key) best = x, x = m->t[x].r;
-    else x = m->t[x].l;
-  }
-  return best;
-}
-
-/* The block with the lowest address > key, or -1. */
-static long tn_gt(const hmap *m, long x, uint64_t key) {
-  long best = -1;
-  while (x >= 0) {
-    if (m->t[x].b.addr > key) best = x, x = m->t[x].l;
-    else x = m->t[x].r;
-  }
-  return best;
-}
+static long tn_le(const hmap *m, long x, uint64_t key) { return hn_le(m->t, x, key); }
+static long tn_gt(const hmap *m, long x, uint64_t key) { return hn_gt(m->t, x, key); }
 
 static int tn_insert(hmap *m, hseg *g, const hblk *b) {
-  long k = tn_new(m, b), a, c;
+  long k = tn_new(m, b);
   if (k < 0) return -1;
-  tn_split(m, g->root, b->addr, &a, &c);
-  g->root = tn_merge(m, tn_merge(m, a, k), c);
+  hn_link(m->t, &g->root, k);
   g->n++;
   return 0;
 }
 
 static void tn_erase(hmap *m, hseg *g, uint64_t key) {
-  long a, bc, b, c;
-  tn_split(m, g->root, key, &a, &bc);
-  tn_split(m, bc, key + 1, &b, &c);
-  if (b >= 0) {
-    m->t[b].l = m->tfree; /* (b is one node: addresses are distinct) */
-    m->tfree = b;
-    g->n--;
-  }
-  g->root = tn_merge(m, a, c);
+  long k = hn_unlink(m->t, &g->root, key);
+  if (k < 0) return;
+  m->t[k].l = m->tfree;
+  m->tfree = k;
+  g->n--;
 }
 
 static int tn_any_allocated(const hmap *m, long x) {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "alloc/alloc_int.h"
+#include "common/treap.h"
 #include "replay/pickle.h"
 #include "replay/replay_int.h"
 #include "replay/snapshot_fields.h"
@@ -907,70 +908,27 @@ static long t_new(tpool *t, const rblock *b) {
   return k;
 }
 
-static void t_split(tpool *t, long x, uint64_t key, long *a, long *b) {
-  /* a: keys < key, b: keys >= key */
-  if (x < 0) {
-    *a = *b = -1;
-  } else if (t->v[x].b.addr < key) {
-    t_split(t, t->v[x].r, key, &t->v[x].r, b);
-    *a = x;
-  } else {
-    t_split(t, t->v[x].l, key, a, &t->v[x].l);
-    *b = x;
-  }
-}
+GPUPLAN__TREAP(tr, tnode) /* common/treap.h: tr_split, tr_merge, tr_le, tr_link, tr_unlink */
 
-static long t_merge(tpool *t, long a, long b) {
-  if (a < 0) return b;
-  if (b < 0) return a;
-  if (t->v[a].pri > t->v[b].pri) {
-    t->v[a].r = t_merge(t, t->v[a].r, b);
-    return a;
-  }
-  t->v[b].l = t_merge(t, a, t->v[b].l);
-  return b;
-}
-
-/* The node with the largest address <= key, or -1. */
-static long t_le(const tpool *t, long x, uint64_t key) {
-  long best = -1;
-  while (x >= 0) {
-    if (t->v[x].b.addr <= key) {
-      best = x;
-      x = t->v[x].r;
-    } else {
-      x = t->v[x].l;
-    }
-  }
-  return best;
-}
+static long t_le(const tpool *t, long x, uint64_t key) { return tr_le(t->v, x, key); }
 
 static long t_eq(const tpool *t, long root, uint64_t key) {
-  long x = t_le(t, root, key);
+  long x = tr_le(t->v, root, key);
   return x >= 0 && t->v[x].b.addr == key ? x : -1;
 }
 
-/* Insert: down to where the new node's priority puts it, and what lies
- * below there is split around it. */
 static int t_insert(tpool *t, rseg *g, const rblock *b) {
-  long k = t_new(t, b), *link;
+  long k = t_new(t, b);
   if (k < 0) return gpuplan__nomem(t->ctx);
-  link = &g->troot;
-  while (*link >= 0 && t->v[*link].pri > t->v[k].pri)
-    link = t->v[*link].b.addr < b->addr ? &t->v[*link].r : &t->v[*link].l;
-  t_split(t, *link, b->addr, &t->v[k].l, &t->v[k].r);
-  *link = k;
+  tr_link(t->v, &g->troot, k);
   g->tcount++;
   return GPUPLAN_OK;
 }
 
-/* Erase the node at key (if any): its two subtrees merge in its place. */
+/* Erase the node at key (if any); it joins the free list. */
 static void t_erase(tpool *t, rseg *g, uint64_t key) {
-  long *link = &g->troot, m;
-  while (*link >= 0 && t->v[*link].b.addr != key)
-    link = t->v[*link].b.addr < key ? &t->v[*link].r : &t->v[*link].l;
-  if ((m = *link) < 0) return;
-  *link = t_merge(t, t->v[m].l, t->v[m].r);
+  long m = tr_unlink(t->v, &g->troot, key);
+  if (m < 0) return;
   t->v[m].l = t->freed;
   t->freed = m;
   g->tcount--;
@@ -1050,7 +1008,7 @@ static int undo_map(const gpuplan_alloc_event *e, size_t i, state *st, tpool *t,
     tb.size = fend - end;
     GPUPLAN_TRY(t_insert(t, st->v[si], &tb));
   }
-  t_split(t, st->v[si]->troot, end, &left, &right);
+  tr_split(t->v, st->v[si]->troot, end, &left, &right);
   if (e->addr > g->addr && end < g->addr + g->size) {
     rseg proto = *g;
     proto.addr = end;
@@ -1093,7 +1051,7 @@ static void join_ranges(state *st, tpool *t, size_t a) {
     t_erase(t, st->v[c], gc->addr);
     n--;
   }
-  st->v[a]->troot = t_merge(t, st->v[a]->troot, st->v[c]->troot);
+  st->v[a]->troot = tr_merge(t->v, st->v[a]->troot, st->v[c]->troot);
   ga->size += gc->size;
   st->v[c]->troot = -1;
   state_erase(st, c);
