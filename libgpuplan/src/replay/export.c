@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "alloc/alloc_int.h"
+#include "common/amap.h"
 #include "replay/pickle.h"
 #include "replay/replay_int.h"
 
@@ -29,15 +30,6 @@ typedef struct rframe {
   char *name, *filename;
   int line;
 } rframe;
-
-/* An open-addressing map from a block address to the frame of the last
- * allocation made there (0: none): a free's entry names what it frees, and
- * a live block the allocation that made it. */
-typedef struct amap {
-  uint64_t *k;
-  uint32_t *v;
-  size_t n, cap;
-} amap;
 
 struct gpuplan_recorder {
   gpuplan_ctx *ctx;
@@ -49,8 +41,8 @@ struct gpuplan_recorder {
   size_t nframes, capframes;
   uint32_t *fh;      /* frames by (name, filename, line): index + 1, 0 empty */
   size_t fhcap;
-  amap by_addr;
-  amap seg_by_addr;  /* a segment's address -> the frame of its segment_alloc */
+  gpuplan__amap by_addr;     /* a block's address -> the frame of the last allocation there */
+  gpuplan__amap seg_by_addr; /* a segment's address -> the frame of its segment_alloc */
   uint32_t cur_frame;
   int64_t cur_time;
   int timed;
@@ -80,10 +72,8 @@ void gpuplan_recorder_free(gpuplan_recorder *r) {
   }
   gpuplan__free(ctx, r->frames);
   gpuplan__free(ctx, r->fh);
-  gpuplan__free(ctx, r->by_addr.k);
-  gpuplan__free(ctx, r->by_addr.v);
-  gpuplan__free(ctx, r->seg_by_addr.k);
-  gpuplan__free(ctx, r->seg_by_addr.v);
+  gpuplan__amap_dispose(ctx, &r->by_addr);
+  gpuplan__amap_dispose(ctx, &r->seg_by_addr);
   gpuplan__free(ctx, r->frame);
   gpuplan__free(ctx, r->time);
   gpuplan__free(ctx, r->ev);
@@ -158,47 +148,6 @@ int gpuplan_recorder_set_frame(gpuplan_recorder *r, const char *name, const char
   return GPUPLAN_OK;
 }
 
-static size_t aslot(uint64_t k, size_t cap) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1); }
-
-/* by_addr[k] = v; 0 when out of memory. */
-static int amap_put(gpuplan_ctx *ctx, amap *m, uint64_t k, uint32_t v) {
-  size_t j;
-  if (2 * (m->n + 1) > m->cap) {
-    size_t cap = m->cap ? 2 * m->cap : 1024, i;
-    uint64_t *nk = gpuplan__calloc(ctx, cap, sizeof *nk);
-    uint32_t *nv = gpuplan__calloc(ctx, cap, sizeof *nv);
-    if (!nk || !nv) {
-      gpuplan__free(ctx, nk);
-      gpuplan__free(ctx, nv);
-      return 0;
-    }
-    for (i = 0; i < m->cap; i++) {
-      if (!m->k[i]) continue;
-      for (j = aslot(m->k[i], cap); nk[j]; j = (j + 1) & (cap - 1)) {}
-      nk[j] = m->k[i];
-      nv[j] = m->v[i];
-    }
-    gpuplan__free(ctx, m->k);
-    gpuplan__free(ctx, m->v);
-    m->k = nk;
-    m->v = nv;
-    m->cap = cap;
-  }
-  for (j = aslot(k, m->cap); m->k[j] && m->k[j] != k; j = (j + 1) & (m->cap - 1)) {}
-  if (!m->k[j]) m->n++;
-  m->k[j] = k;
-  m->v[j] = v;
-  return 1;
-}
-
-static uint32_t amap_get(const amap *m, uint64_t k) {
-  size_t j;
-  if (!m->cap) return 0;
-  for (j = aslot(k, m->cap); m->k[j]; j = (j + 1) & (m->cap - 1))
-    if (m->k[j] == k) return m->v[j];
-  return 0;
-}
-
 void gpuplan_recorder_set_time(gpuplan_recorder *r, int64_t time_us) {
   if (!r) return;
   r->cur_time = time_us;
@@ -234,17 +183,17 @@ void gpuplan_recorder_trace(void *payload, const gpuplan_alloc_event *ev) {
   }
   r->frame[r->n] = r->cur_frame;
   if (ev->addr && ev->action == GPUPLAN_ACT_ALLOC) {
-    if (!amap_put(r->ctx, &r->by_addr, ev->addr, r->cur_frame)) {
+    if (gpuplan__amap_put(r->ctx, &r->by_addr, ev->addr, r->cur_frame)) {
       r->failed = 1;
       return;
     }
   } else if (ev->addr && ev->action == GPUPLAN_ACT_SEGMENT_ALLOC) {
-    if (!amap_put(r->ctx, &r->seg_by_addr, ev->addr, r->cur_frame)) {
+    if (gpuplan__amap_put(r->ctx, &r->seg_by_addr, ev->addr, r->cur_frame)) {
       r->failed = 1;
       return;
     }
   } else if (ev->addr && (ev->action == GPUPLAN_ACT_FREE_REQUESTED || ev->action == GPUPLAN_ACT_FREE_COMPLETED)) {
-    r->frame[r->n] = amap_get(&r->by_addr, ev->addr); /* what it frees */
+    r->frame[r->n] = (uint32_t)gpuplan__amap_get(&r->by_addr, ev->addr); /* what it frees */
   }
   r->time[r->n] = r->cur_time;
   r->ev[r->n++] = *ev;
@@ -371,7 +320,9 @@ int gpuplan_snapshot_write(gpuplan_cachealloc *a, const gpuplan_recorder *rec, c
 }
 
 /* The frame of the allocation that made the block at addr. */
-static uint32_t block_frame(const gpuplan_recorder *rec, uint64_t addr) { return rec ? amap_get(&rec->by_addr, addr) : 0; }
+static uint32_t block_frame(const gpuplan_recorder *rec, uint64_t addr) {
+  return rec ? (uint32_t)gpuplan__amap_get(&rec->by_addr, addr) : 0;
+}
 
 /* torch 1.13's block: size and state; an allocated one's history is its
  * allocation (Module.cpp of 1.13 wrote every recorded allocation made in
@@ -480,7 +431,7 @@ int gpuplan__snapshot_write_conf(gpuplan_cachealloc *a, const gpuplan_recorder *
      * (its id, 0), as CUDAGraph::capture_begin names it. */
     KEY(&w, "segment_pool_id"); integer(&w, (int64_t)si.pool_id); integer(&w, 0); op(&w, 0x86); /* TUPLE2 */
     KEY(&w, "is_expandable"); op(&w, si.expandable ? 0x88 : 0x89);
-    KEY(&w, "frames"); frames(&w, rec, rec ? amap_get(&rec->seg_by_addr, si.addr) : 0);
+    KEY(&w, "frames"); frames(&w, rec, rec ? (uint32_t)gpuplan__amap_get(&rec->seg_by_addr, si.addr) : 0);
     KEY(&w, "blocks");
     LIST_BEGIN(&w);
     for (k = 0; k < si.nblocks; k++) {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "alloc/alloc_int.h"
+#include "common/amap.h"
 #include "common/treap.h"
 #include "replay/pickle.h"
 #include "replay/replay_int.h"
@@ -1543,72 +1544,6 @@ static void layout_dispose(gpuplan_ctx *ctx, gpuplan__replay_layout *l) {
   memset(l, 0, sizeof *l);
 }
 
-typedef struct amap {
-  uint64_t *k, *v;
-  size_t cap, n;
-} amap;
-
-static size_t aslot(uint64_t k, size_t cap) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1); }
-
-static int amap_put(gpuplan_ctx *ctx, amap *m, uint64_t k, uint64_t v) {
-  size_t i;
-  if ((m->n + 1) * 2 > m->cap) {
-    amap nm;
-    nm.cap = m->cap ? m->cap * 2 : 64;
-    nm.n = 0;
-    nm.k = gpuplan__calloc(ctx, nm.cap, sizeof *nm.k);
-    nm.v = gpuplan__calloc(ctx, nm.cap, sizeof *nm.v);
-    if (!nm.k || !nm.v) {
-      gpuplan__free(ctx, nm.k);
-      gpuplan__free(ctx, nm.v);
-      return gpuplan__nomem(ctx);
-    }
-    for (i = 0; i < m->cap; i++)
-      if (m->k[i]) {
-        size_t j = aslot(m->k[i], nm.cap);
-        while (nm.k[j]) j = (j + 1) & (nm.cap - 1);
-        nm.k[j] = m->k[i];
-        nm.v[j] = m->v[i];
-        nm.n++;
-      }
-    gpuplan__free(ctx, m->k);
-    gpuplan__free(ctx, m->v);
-    *m = nm;
-  }
-  i = aslot(k, m->cap);
-  while (m->k[i] && m->k[i] != k) i = (i + 1) & (m->cap - 1);
-  if (!m->k[i]) m->n++;
-  m->k[i] = k;
-  m->v[i] = v;
-  return GPUPLAN_OK;
-}
-
-/* Take (find and delete) k; 0 if absent.  Backward-shift deletion. */
-static uint64_t amap_take(amap *m, uint64_t k) {
-  size_t i, j;
-  uint64_t v;
-  if (!m->cap) return 0;
-  i = aslot(k, m->cap);
-  while (m->k[i] && m->k[i] != k) i = (i + 1) & (m->cap - 1);
-  if (!m->k[i]) return 0;
-  v = m->v[i];
-  m->k[i] = 0;
-  m->n--;
-  j = i;
-  for (;;) {
-    size_t h;
-    j = (j + 1) & (m->cap - 1);
-    if (!m->k[j]) break;
-    h = aslot(m->k[j], m->cap);
-    if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
-      m->k[i] = m->k[j];
-      m->v[i] = m->v[j];
-      m->k[j] = 0;
-      i = j;
-    }
-  }
-  return v;
-}
 
 
 /* --- private pools in the trace -------------------------------------------- */
@@ -1657,7 +1592,7 @@ static size_t lseg_upper(const lseg *v, size_t n, uint64_t addr) {
  * private pools that is reported unchecked, never as a figure.
  */
 static int route_pools(gpuplan_ctx *ctx, gpuplan_snapshot *s) {
-  amap freed_later;
+  gpuplan__amap freed_later;
   lseg *live = NULL, *mapped = NULL; /* mapped: the expandable ranges the file shows, by address */
   unsigned *born = NULL; /* per segment_alloc event: its pool */
   size_t i, n = 0, nm = 0, cap = s->start.n + 16;
@@ -1689,9 +1624,9 @@ static int route_pools(gpuplan_ctx *ctx, gpuplan_snapshot *s) {
   for (i = s->nev; i-- > 0;) {
     const gpuplan_alloc_event *e = &s->ev[i];
     if (e->action == GPUPLAN_ACT_SEGMENT_FREE) {
-      if ((rc = amap_put(ctx, &freed_later, e->addr ? e->addr : 1, 1))) goto out;
+      if ((rc = gpuplan__amap_put(ctx, &freed_later, e->addr ? e->addr : 1, 1))) goto out;
     } else if (e->action == GPUPLAN_ACT_SEGMENT_ALLOC) {
-      if (!amap_take(&freed_later, e->addr ? e->addr : 1)) {
+      if (!gpuplan__amap_take(&freed_later, e->addr ? e->addr : 1)) {
         size_t lo = file_seg_lower(s, e->addr);
         if (lo < s->nsegs && s->segs[lo].addr == e->addr) born[i] = s->segs[lo].pool;
       }
@@ -1757,8 +1692,7 @@ static int route_pools(gpuplan_ctx *ctx, gpuplan_snapshot *s) {
     }
   }
 out:
-  gpuplan__free(ctx, freed_later.k);
-  gpuplan__free(ctx, freed_later.v);
+  gpuplan__amap_dispose(ctx, &freed_later);
   gpuplan__free(ctx, live);
   gpuplan__free(ctx, mapped);
   gpuplan__free(ctx, born);
@@ -1783,7 +1717,7 @@ static int route(gpuplan_cachealloc *a, const gpuplan_snapshot *s, size_t i, uns
 
 /* layout_at_peak: the allocator's layout now, into l (pending: the
  * addresses freed by free_requested that await their free_completed). */
-static int layout_capture(gpuplan_ctx *ctx, gpuplan_cachealloc *a, const amap *pending, size_t event,
+static int layout_capture(gpuplan_ctx *ctx, gpuplan_cachealloc *a, const gpuplan__amap *pending, size_t event,
                           gpuplan__replay_layout *l) {
   gpuplan_segment_info *segs = NULL;
   gpuplan_block_info *blocks = NULL;
@@ -1855,7 +1789,7 @@ static int layout_capture(gpuplan_ctx *ctx, gpuplan_cachealloc *a, const amap *p
 
 /* The second replay of layout_at_peak, after event i (SIZE_MAX: before the
  * first): capture what is due.  *done: nothing is left to capture. */
-static int layout_step(gpuplan_ctx *ctx, gpuplan_cachealloc *a, const amap *pending, gpuplan__replay_ext *x, size_t i,
+static int layout_step(gpuplan_ctx *ctx, gpuplan_cachealloc *a, const gpuplan__amap *pending, gpuplan__replay_ext *x, size_t i,
                        int *done) {
   int k;
   *done = 0;
@@ -2045,7 +1979,7 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
   gpuplan__va_ops va;
   gpuplan_alloc_conf conf = s->conf;
   gpuplan_cachealloc *a = NULL;
-  amap requested; /* addresses freed by free_requested, awaiting free_completed */
+  gpuplan__amap requested; /* addresses freed by free_requested, awaiting free_completed */
   size_t i;
   unsigned pool = 0; /* the private pool allocations are routed to (route) */
   int rc;
@@ -2159,7 +2093,7 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
         rc = gpuplan_cachealloc_release(a, e->addr);
         if (rc == GPUPLAN_EINVAL)
           diverge(r, i, "free of 0x%llx: not an allocated block in the model", (unsigned long long)e->addr);
-        else if (rc || (rc = amap_put(ctx, &requested, e->addr, bsz ? bsz : 1)))
+        else if (rc || (rc = gpuplan__amap_put(ctx, &requested, e->addr, bsz ? bsz : 1)))
           goto out;
       }
       rc = GPUPLAN_OK;
@@ -2168,7 +2102,7 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
       /* The model frees at free_requested.  A free_completed without one
        * ends a free the ring buffer began before the trace: the block was
        * live at the start (the rebuild made it so) and is released now. */
-      if (amap_take(&requested, e->addr)) break;
+      if (gpuplan__amap_take(&requested, e->addr)) break;
       if (d.n) {
         if ((rc = gpuplan_cachealloc_empty_cache(a))) goto out;
         CHECK_CONSUMED(i);
@@ -2209,8 +2143,7 @@ out:
   gpuplan_cachealloc_free(a); /* returns the segments through rdev_free: ignored */
   gpuplan__free(ctx, d.pend);
   gpuplan__free(ctx, d.res);
-  gpuplan__free(ctx, requested.k);
-  gpuplan__free(ctx, requested.v);
+  gpuplan__amap_dispose(ctx, &requested);
   return rc;
 }
 
@@ -2222,7 +2155,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
                       const gpuplan_replay_options *o, gpuplan_replay_result *r, gpuplan__replay_ext *x) {
   gpuplan_alloc_conf conf;
   gpuplan_cachealloc *a = NULL;
-  amap m, requested;
+  gpuplan__amap m, requested;
   size_t i;
   uint64_t top = 0, capacity = o->capacity ? o->capacity : (1ull << 56);
   uint64_t oom_addr = 0; /* a recorded OOM's request that succeeded here, released after its event */
@@ -2312,15 +2245,15 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
         oom_addr = addr;
       } else {
         r->allocs++;
-        if (addr != e->addr && (rc = amap_put(ctx, &m, e->addr, addr))) goto out;
+        if (addr != e->addr && (rc = gpuplan__amap_put(ctx, &m, e->addr, addr))) goto out;
       }
       break;
     case GPUPLAN_ACT_FREE_REQUESTED:
     case GPUPLAN_ACT_FREE_COMPLETED:
       /* As in the exact replay: a free_completed without its
        * free_requested releases a block live at the start. */
-      if (e->action == GPUPLAN_ACT_FREE_COMPLETED && amap_take(&requested, e->addr)) break;
-      addr = amap_take(&m, e->addr);
+      if (e->action == GPUPLAN_ACT_FREE_COMPLETED && gpuplan__amap_take(&requested, e->addr)) break;
+      addr = gpuplan__amap_take(&m, e->addr);
       {
         uint64_t bsz = x->lay_capturing ? gpuplan__alloc_block_size(a, addr ? addr : e->addr) : 1;
         /* Blocks live at the start keep their recorded addresses.  A free
@@ -2330,7 +2263,7 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
           rc = GPUPLAN_ENOMEM;
           goto out;
         }
-        if (e->action == GPUPLAN_ACT_FREE_REQUESTED && (rc = amap_put(ctx, &requested, e->addr, bsz ? bsz : 1)))
+        if (e->action == GPUPLAN_ACT_FREE_REQUESTED && (rc = gpuplan__amap_put(ctx, &requested, e->addr, bsz ? bsz : 1)))
           goto out;
       }
       break;
@@ -2358,10 +2291,8 @@ static int run_whatif(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *
   r->num_ooms = gpuplan_cachealloc_stats(a)->num_ooms;
   rc = summarize(s, a, x);
 out:
-  gpuplan__free(ctx, m.k);
-  gpuplan__free(ctx, m.v);
-  gpuplan__free(ctx, requested.k);
-  gpuplan__free(ctx, requested.v);
+  gpuplan__amap_dispose(ctx, &m);
+  gpuplan__amap_dispose(ctx, &requested);
   gpuplan_cachealloc_free(a);
   return rc;
 }
@@ -2519,7 +2450,7 @@ static int unchecked_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const 
 
 static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *st, gpuplan_replay_result *r,
                          size_t *contradiction) {
-  amap live, requested;
+  gpuplan__amap live, requested;
   size_t i, j;
   int64_t alloc = 0, res = 0;
   int rc = GPUPLAN_OK;
@@ -2531,7 +2462,7 @@ static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const stat
     for (j = 0; j < st->v[i]->n && !rc; j++)
       if (st->v[i]->b[j].allocated) {
         alloc = sat_add(alloc, st->v[i]->b[j].size, 1);
-        rc = amap_put(ctx, &live, st->v[i]->b[j].addr, st->v[i]->b[j].size);
+        rc = gpuplan__amap_put(ctx, &live, st->v[i]->b[j].addr, st->v[i]->b[j].size);
       }
   }
   r->peak_allocated = (uint64_t)alloc;
@@ -2544,14 +2475,14 @@ static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const stat
     case GPUPLAN_ACT_ALLOC:
       sz = gpuplan__round_size(&s->conf, e->size);
       alloc = sat_add(alloc, sz, 1);
-      rc = amap_put(ctx, &live, e->addr, sz);
+      rc = gpuplan__amap_put(ctx, &live, e->addr, sz);
       break;
     case GPUPLAN_ACT_FREE_REQUESTED:
-      alloc = sat_add(alloc, amap_take(&live, e->addr), -1);
-      rc = amap_put(ctx, &requested, e->addr, 1);
+      alloc = sat_add(alloc, gpuplan__amap_take(&live, e->addr), -1);
+      rc = gpuplan__amap_put(ctx, &requested, e->addr, 1);
       break;
     case GPUPLAN_ACT_FREE_COMPLETED:
-      if (!amap_take(&requested, e->addr)) alloc = sat_add(alloc, amap_take(&live, e->addr), -1);
+      if (!gpuplan__amap_take(&requested, e->addr)) alloc = sat_add(alloc, gpuplan__amap_take(&live, e->addr), -1);
       break;
     case GPUPLAN_ACT_SEGMENT_ALLOC:
     case GPUPLAN_ACT_SEGMENT_MAP: res = sat_add(res, e->size, 1); break;
@@ -2568,10 +2499,8 @@ static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const stat
   }
   r->final_allocated = (uint64_t)alloc;
   r->final_reserved = (uint64_t)res;
-  gpuplan__free(ctx, live.k);
-  gpuplan__free(ctx, live.v);
-  gpuplan__free(ctx, requested.k);
-  gpuplan__free(ctx, requested.v);
+  gpuplan__amap_dispose(ctx, &live);
+  gpuplan__amap_dispose(ctx, &requested);
   return rc;
 }
 
