@@ -12,12 +12,19 @@
  *   P_gt(v, x, key)             the node of the lowest key > key, or -1
  *   P_link(v, &root, k)         insert node k (its key not in the tree)
  *   P_unlink(v, &root, key)     take the node at key out; it, or -1
- * The caller owns the array and the nodes' storage (and a free list).
+ *
+ * GPUPLAN__TREAP_POOL(P, NODE, BLOCK) defines the nodes' storage: the type
+ * P_pool (ctx, the array v of n nodes in cap, a free list through l, a
+ * priority seed that must start nonzero) and
+ *   P_new(pool, &block)   a node holding a copy of block, or -1 (no memory)
+ *   P_free(pool, k)       node k back to the free list
  */
 #ifndef GPUPLAN_TREAP_H
 #define GPUPLAN_TREAP_H
 
 #include <stdint.h>
+
+#include "common/internal.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define GPUPLAN__TREAP_FN static __attribute__((unused))
@@ -88,6 +95,42 @@
     if ((m = *link) < 0) return -1;                                                          \
     *link = P##_merge(v, v[m].l, v[m].r);                                                    \
     return m;                                                                                \
+  }
+
+#define GPUPLAN__TREAP_POOL(P, NODE, BLOCK)                                                  \
+  typedef struct P##_pool {                                                                  \
+    gpuplan_ctx *ctx;                                                                        \
+    NODE *v;                                                                                 \
+    size_t n, cap;                                                                           \
+    long freed;                                                                              \
+    uint32_t seed;                                                                           \
+  } P##_pool;                                                                                \
+  GPUPLAN__TREAP_FN long P##_new(P##_pool *t, const BLOCK *b) {                              \
+    long k;                                                                                  \
+    if (t->freed >= 0) {                                                                     \
+      k = t->freed;                                                                          \
+      t->freed = t->v[k].l;                                                                  \
+    } else {                                                                                 \
+      if (t->n == t->cap) {                                                                  \
+        size_t ncap = t->cap ? t->cap * 2 : 1024;                                            \
+        NODE *nv = gpuplan__realloc(t->ctx, t->v, ncap * sizeof *nv);                        \
+        if (!nv) return -1;                                                                  \
+        t->v = nv;                                                                           \
+        t->cap = ncap;                                                                       \
+      }                                                                                      \
+      k = (long)t->n++;                                                                      \
+    }                                                                                        \
+    t->seed ^= t->seed << 13; /* xorshift32 */                                               \
+    t->seed ^= t->seed >> 17;                                                                \
+    t->seed ^= t->seed << 5;                                                                 \
+    t->v[k].b = *b;                                                                          \
+    t->v[k].pri = t->seed;                                                                   \
+    t->v[k].l = t->v[k].r = -1;                                                              \
+    return k;                                                                                \
+  }                                                                                          \
+  GPUPLAN__TREAP_FN void P##_free(P##_pool *t, long k) {                                     \
+    t->v[k].l = t->freed;                                                                    \
+    t->freed = k;                                                                            \
   }
 
 #endif /* GPUPLAN_TREAP_H */

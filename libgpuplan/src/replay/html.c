@@ -144,6 +144,8 @@ typedef struct hnode {
   uint32_t pri;
   long l, r;
 } hnode;
+GPUPLAN__TREAP_POOL(hn, hnode, hblk) /* common/treap.h: hn_pool, hn_new, hn_free */
+GPUPLAN__TREAP(hn, hnode)            /* hn_le, hn_gt, hn_link, hn_unlink */
 
 typedef struct hmap {
   gpuplan_ctx *ctx;
@@ -158,96 +160,66 @@ typedef struct hmap {
    * split and merge blocks in the middle of a segment, and a flat array
    * made that quadratic (review B-1: 400,000 blocks in one segment ran
    * past a minute).  A map built once (the allocator's own layout) keeps
-   * arrays only. */
-  int tree;
-  hnode *t;
-  size_t tn, tcap;
-  long tfree;     /* freed nodes, linked through l */
-  uint32_t seed;
+   * arrays only (tp empty); only walked maps are walked. */
+  hn_pool tp;
 } hmap;
 
 static void map_dispose(hmap *m) {
   size_t i;
   for (i = 0; i < m->n; i++) gpuplan__free(m->ctx, m->v[i].b);
   gpuplan__free(m->ctx, m->v);
-  gpuplan__free(m->ctx, m->t);
+  gpuplan__free(m->ctx, m->tp.v);
   m->v = NULL;
-  m->t = NULL;
-  m->n = m->cap = m->tn = m->tcap = 0;
-  m->tfree = -1;
+  m->n = m->cap = 0;
+  memset(&m->tp, 0, sizeof m->tp);
+  m->tp.freed = -1;
 }
 
 /* --- a walked map's trees ----------------------------------------------------- */
 
-static long tn_new(hmap *m, const hblk *b) {
-  long k;
-  if (m->tfree >= 0) {
-    k = m->tfree;
-    m->tfree = m->t[k].l;
-  } else {
-    if (m->tn == m->tcap) {
-      size_t cap = m->tcap ? 2 * m->tcap : 256;
-      hnode *nt = gpuplan__realloc(m->ctx, m->t, cap * sizeof *nt);
-      if (!nt) {
-        m->nomem = 1;
-        return -1;
-      }
-      m->t = nt;
-      m->tcap = cap;
-    }
-    k = (long)m->tn++;
-  }
-  m->seed = m->seed * 1664525u + 1013904223u;
-  m->t[k].b = *b;
-  m->t[k].pri = m->seed;
-  m->t[k].l = m->t[k].r = -1;
-  return k;
-}
 
-GPUPLAN__TREAP(hn, hnode) /* common/treap.h: hn_le, hn_gt, hn_link, hn_unlink */
-
-static long tn_le(const hmap *m, long x, uint64_t key) { return hn_le(m->t, x, key); }
-static long tn_gt(const hmap *m, long x, uint64_t key) { return hn_gt(m->t, x, key); }
+static long tn_le(const hmap *m, long x, uint64_t key) { return hn_le(m->tp.v, x, key); }
+static long tn_gt(const hmap *m, long x, uint64_t key) { return hn_gt(m->tp.v, x, key); }
 
 static int tn_insert(hmap *m, hseg *g, const hblk *b) {
-  long k = tn_new(m, b);
-  if (k < 0) return -1;
-  hn_link(m->t, &g->root, k);
+  long k = hn_new(&m->tp, b);
+  if (k < 0) {
+    m->nomem = 1;
+    return -1;
+  }
+  hn_link(m->tp.v, &g->root, k);
   g->n++;
   return 0;
 }
 
 static void tn_erase(hmap *m, hseg *g, uint64_t key) {
-  long k = hn_unlink(m->t, &g->root, key);
+  long k = hn_unlink(m->tp.v, &g->root, key);
   if (k < 0) return;
-  m->t[k].l = m->tfree;
-  m->tfree = k;
+  hn_free(&m->tp, k);
   g->n--;
 }
 
 static int tn_any_allocated(const hmap *m, long x) {
-  return x >= 0 && (m->t[x].b.allocated || tn_any_allocated(m, m->t[x].l) || tn_any_allocated(m, m->t[x].r));
+  return x >= 0 && (m->tp.v[x].b.allocated || tn_any_allocated(m, m->tp.v[x].l) || tn_any_allocated(m, m->tp.v[x].r));
 }
 
 static void tn_release_all(hmap *m, long x) {
   if (x < 0) return;
-  tn_release_all(m, m->t[x].l);
-  tn_release_all(m, m->t[x].r);
-  m->t[x].l = m->tfree;
-  m->tfree = x;
+  tn_release_all(m, m->tp.v[x].l);
+  tn_release_all(m, m->tp.v[x].r);
+  hn_free(&m->tp, x);
 }
 
 static void tn_write(const hmap *m, long x, hblk *out, size_t *k) {
   if (x < 0) return;
-  tn_write(m, m->t[x].l, out, k);
-  out[(*k)++] = m->t[x].b;
-  tn_write(m, m->t[x].r, out, k);
+  tn_write(m, m->tp.v[x].l, out, k);
+  out[(*k)++] = m->tp.v[x].b;
+  tn_write(m, m->tp.v[x].r, out, k);
 }
 
 /* Each segment's array as its tree has it, for the readers. */
 static int map_flatten(hmap *m) {
   size_t i, k;
-  if (!m->tree) return 0;
   for (i = 0; i < m->n; i++) {
     hseg *g = &m->v[i];
     if (g->n > g->cap) {
@@ -287,7 +259,8 @@ static long blk_find(const hseg *g, uint64_t addr) {
   return lo < g->n && g->b[lo].addr <= addr ? (long)lo : -1;
 }
 
-static int blk_insert(hmap *m, hseg *g, size_t at, const hblk *b) {
+/* A block after g's last (a map built once, in address order). */
+static int blk_append(hmap *m, hseg *g, const hblk *b) {
   if (g->n == g->cap) {
     size_t cap = g->cap ? g->cap * 2 : 4;
     hblk *nb = gpuplan__realloc(m->ctx, g->b, cap * sizeof *nb);
@@ -298,9 +271,7 @@ static int blk_insert(hmap *m, hseg *g, size_t at, const hblk *b) {
     g->b = nb;
     g->cap = cap;
   }
-  memmove(g->b + at + 1, g->b + at, (g->n - at) * sizeof *g->b);
-  g->b[at] = *b;
-  g->n++;
+  g->b[g->n++] = *b;
   return 0;
 }
 
@@ -346,28 +317,19 @@ static hseg *seg_insert(hmap *m, uint64_t addr, uint64_t size, int small, int on
   m->n++;
   if (one_free_block) {
     hblk b = free_blk(addr, size);
-    if (m->tree ? tn_insert(m, g, &b) : blk_insert(m, g, 0, &b)) return NULL;
+    if (tn_insert(m, g, &b)) return NULL; /* (a walked map's: only they start a segment free) */
   }
   return g;
 }
 
 static void seg_erase(hmap *m, uint64_t addr) {
   long i = seg_find(m, addr);
-  size_t k;
   if (i < 0 || m->v[i].addr != addr) {
     m->odd++;
     return;
   }
-  if (m->tree) {
-    if (tn_any_allocated(m, m->v[i].root)) m->odd++; /* a cudaFree of a segment with live blocks */
-    tn_release_all(m, m->v[i].root);
-  } else {
-    for (k = 0; k < m->v[i].n; k++)
-      if (m->v[i].b[k].allocated) {
-        m->odd++; /* a cudaFree of a segment with live blocks */
-        break;
-      }
-  }
+  if (tn_any_allocated(m, m->v[i].root)) m->odd++; /* a cudaFree of a segment with live blocks */
+  tn_release_all(m, m->v[i].root);
   gpuplan__free(m->ctx, m->v[i].b);
   memmove(m->v + i, m->v + i + 1, (m->n - (size_t)i - 1) * sizeof *m->v);
   m->n--;
@@ -382,16 +344,16 @@ static int blk_release(hmap *m, uint64_t addr) {
   if (i < 0) return -1;
   g = &m->v[i];
   k = tn_le(m, g->root, addr);
-  if (k < 0 || m->t[k].b.addr != addr || !m->t[k].b.allocated) return -1;
-  m->t[k].b = free_blk(m->t[k].b.addr, m->t[k].b.size);
+  if (k < 0 || m->tp.v[k].b.addr != addr || !m->tp.v[k].b.allocated) return -1;
+  m->tp.v[k].b = free_blk(m->tp.v[k].b.addr, m->tp.v[k].b.size);
   nx = tn_gt(m, g->root, addr);
-  if (nx >= 0 && !m->t[nx].b.allocated && m->t[nx].b.addr == addr + m->t[k].b.size) {
-    m->t[k].b.size += m->t[nx].b.size;
-    tn_erase(m, g, m->t[nx].b.addr);
+  if (nx >= 0 && !m->tp.v[nx].b.allocated && m->tp.v[nx].b.addr == addr + m->tp.v[k].b.size) {
+    m->tp.v[k].b.size += m->tp.v[nx].b.size;
+    tn_erase(m, g, m->tp.v[nx].b.addr);
   }
   px = addr > g->addr ? tn_le(m, g->root, addr - 1) : -1;
-  if (px >= 0 && !m->t[px].b.allocated) {
-    m->t[px].b.size += m->t[k].b.size;
+  if (px >= 0 && !m->tp.v[px].b.allocated) {
+    m->tp.v[px].b.size += m->tp.v[k].b.size;
     tn_erase(m, g, addr);
   }
   return 0;
@@ -415,12 +377,12 @@ static hblk *blk_carve(hmap *m, uint64_t addr, uint64_t requested, int forward) 
   }
   g = &m->v[i];
   k = tn_le(m, g->root, addr);
-  if (k < 0 || m->t[k].b.allocated || m->t[k].b.addr + m->t[k].b.size <= addr) {
+  if (k < 0 || m->tp.v[k].b.allocated || m->tp.v[k].b.addr + m->tp.v[k].b.size <= addr) {
     m->odd++;
     return NULL;
   }
-  faddr = m->t[k].b.addr;
-  end = faddr + m->t[k].b.size;
+  faddr = m->tp.v[k].b.addr;
+  end = faddr + m->tp.v[k].b.size;
   size = gpuplan__round_size(m->conf, requested ? requested : 1);
   if (size > end - addr) {
     m->odd++;
@@ -433,20 +395,20 @@ static hblk *blk_carve(hmap *m, uint64_t addr, uint64_t requested, int forward) 
   if (faddr < addr) {
     /* The free space below stays free. */
     if (forward) m->odd++;
-    m->t[k].b.size = addr - faddr;
+    m->tp.v[k].b.size = addr - faddr;
     b = free_blk(addr, size);
     if (tn_insert(m, g, &b)) return NULL;
     k = tn_le(m, g->root, addr);
   } else {
-    m->t[k].b.size = size;
+    m->tp.v[k].b.size = size;
   }
   if (addr + size < end) {
     b = free_blk(addr + size, end - addr - size);
     if (tn_insert(m, g, &b)) return NULL;
   }
-  m->t[k].b.allocated = 1;
-  m->t[k].b.requested = requested;
-  return &m->t[k].b;
+  m->tp.v[k].b.allocated = 1;
+  m->tp.v[k].b.requested = requested;
+  return &m->tp.v[k].b;
 }
 
 /* The final segments of the device, as the file has them. */
@@ -489,8 +451,8 @@ static int map_from_file(hmap *m, const gpuplan__pv *root, int device) {
         b.frames = gpuplan__pv_get(hist->u.seq.items[0], "frames");
       if (!b.allocated) b.frames = NULL;
       /* Free neighbours are one block, as the allocator keeps them. */
-      if (!b.allocated && last >= 0 && !m->t[last].b.allocated) {
-        m->t[last].b.size += b.size;
+      if (!b.allocated && last >= 0 && !m->tp.v[last].b.allocated) {
+        m->tp.v[last].b.size += b.size;
       } else {
         if (tn_insert(m, g, &b)) return gpuplan__nomem(m->ctx);
         last = tn_le(m, g->root, b.addr);
@@ -620,7 +582,7 @@ static int map_from_layout(hmap *lm, const gpuplan__replay_layout *l, const gpup
           }
         }
       }
-      if (blk_insert(lm, g, g->n, &b)) break;
+      if (blk_append(lm, g, &b)) break;
     }
   }
   gpuplan__free(lm->ctx, v);
@@ -1296,11 +1258,10 @@ int gpuplan__html_write(gpuplan__html *h, const gpuplan__html_page *pg, const gp
   memset(&m, 0, sizeof m);
   memset(&lm, 0, sizeof lm);
   m.ctx = ctx;
-  m.tree = 1;
-  m.tfree = -1;
-  m.seed = 2463534242u;
+  m.tp.ctx = ctx;
+  m.tp.freed = -1;
+  m.tp.seed = 2463534242u;
   lm.ctx = ctx;
-  lm.tfree = -1;
   m.conf = gpuplan_snapshot_conf(s); /* the trace ran under the file's settings */
   gpuplan__buf_init(&b, ctx);
   gpuplan__buf_init(&maps, ctx);
@@ -1357,7 +1318,6 @@ int gpuplan__html_write(gpuplan__html *h, const gpuplan__html_page *pg, const gp
       map_dispose(&lm);
       memset(&lm, 0, sizeof lm);
       lm.ctx = ctx;
-      lm.tfree = -1;
       lm.conf = pg->conf;
       if ((rc = map_from_layout(&lm, lay, h, at[k], &m))) goto out;
     }

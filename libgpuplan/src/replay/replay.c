@@ -877,37 +877,8 @@ typedef struct tnode {
   long l, r;
 } tnode;
 
-typedef struct tpool {
-  gpuplan_ctx *ctx;
-  tnode *v;
-  size_t n, cap;
-  long freed; /* free list through .l */
-  uint32_t seed;
-} tpool;
-
-static long t_new(tpool *t, const rblock *b) {
-  long k;
-  if (t->freed >= 0) {
-    k = t->freed;
-    t->freed = t->v[k].l;
-  } else {
-    if (t->n == t->cap) {
-      size_t ncap = t->cap ? t->cap * 2 : 1024;
-      tnode *nv = gpuplan__realloc(t->ctx, t->v, ncap * sizeof *nv);
-      if (!nv) return -1;
-      t->v = nv;
-      t->cap = ncap;
-    }
-    k = (long)t->n++;
-  }
-  t->seed ^= t->seed << 13;
-  t->seed ^= t->seed >> 17;
-  t->seed ^= t->seed << 5;
-  t->v[k].b = *b;
-  t->v[k].pri = t->seed;
-  t->v[k].l = t->v[k].r = -1;
-  return k;
-}
+GPUPLAN__TREAP_POOL(tr, tnode, rblock) /* common/treap.h: tr_pool, tr_new, tr_free */
+typedef tr_pool tpool;
 
 GPUPLAN__TREAP(tr, tnode) /* common/treap.h: tr_split, tr_merge, tr_le, tr_link, tr_unlink */
 
@@ -919,7 +890,7 @@ static long t_eq(const tpool *t, long root, uint64_t key) {
 }
 
 static int t_insert(tpool *t, rseg *g, const rblock *b) {
-  long k = t_new(t, b);
+  long k = tr_new(t, b);
   if (k < 0) return gpuplan__nomem(t->ctx);
   tr_link(t->v, &g->troot, k);
   g->tcount++;
@@ -930,8 +901,7 @@ static int t_insert(tpool *t, rseg *g, const rblock *b) {
 static void t_erase(tpool *t, rseg *g, uint64_t key) {
   long m = tr_unlink(t->v, &g->troot, key);
   if (m < 0) return;
-  t->v[m].l = t->freed;
-  t->freed = m;
+  tr_free(t, m);
   g->tcount--;
 }
 
