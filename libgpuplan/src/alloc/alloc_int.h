@@ -120,6 +120,12 @@ gpuplan_ctx *gpuplan__alloc_ctx(const gpuplan_cachealloc *a);
 unsigned gpuplan__release_of(gpuplan_torch_version v);
 void gpuplan__torch_release_name(unsigned release, char *buf, size_t cap);
 int gpuplan__reads_pytorch_alloc_conf(unsigned release);
+/* More release rules outside the allocator (conf.c, beside the others):
+ * 1.13's snapshot layout, expandable segments (2.1 on), and which rounding
+ * rules of gpuplan__round_size apply (0: 1.13, 1: 2.0-2.3, 2: 2.4 on). */
+int gpuplan__snapshot_v113(unsigned release);
+int gpuplan__has_expandable_segments(unsigned release);
+int gpuplan__rounding_rules(unsigned release);
 
 /* memory_summary(device, abbreviated) in the layout of a release. */
 int gpuplan__alloc_summary(gpuplan_cachealloc *a, int device, int abbreviated, gpuplan_torch_version layout,

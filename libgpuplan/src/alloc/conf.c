@@ -98,6 +98,18 @@ const char *gpuplan__oom_url(const gpuplan_alloc_conf *c) {
  * (torch/cuda/memory.py of 1.13; requested_bytes came in 2.0). */
 int gpuplan__summary_v113(unsigned release) { return release && release < 200; }
 
+/* torch.cuda.memory_snapshot() of 1.13: the list of segments alone, each
+ * allocated block's history (the dict with device_traces came in 2.0). */
+int gpuplan__snapshot_v113(unsigned release) { return release && release < 200; }
+
+/* Expandable segments exist from 2.1 (pytorch#96995; the key table below). */
+int gpuplan__has_expandable_segments(unsigned release) { return release >= 201; }
+
+/* Which of gpuplan__round_size's rules a release follows: 0 1.13 (the
+ * bypass threshold), 1 2.0 to 2.3 (a division of 1 leaves a request
+ * unrounded), 2 from 2.4 (it rounds to 512 bytes, pytorch#126830). */
+int gpuplan__rounding_rules(unsigned release) { return release < 200 ? 0 : release < 204 ? 1 : 2; }
+
 /* --- configuration ------------------------------------------------------- */
 
 void gpuplan__alloc_conf_defaults(gpuplan_alloc_conf *c, gpuplan_torch_version v) {
@@ -527,9 +539,10 @@ uint64_t gpuplan__round_size(const gpuplan_alloc_conf *c, uint64_t n) {
   if (n < KMIN_BLOCK) return KMIN_BLOCK;
   /* 1.13: above roundup_bypass_threshold_mb, 512-byte rounding only ([113]
    * round_size). */
-  if (c->release < 200 && n > c->roundup_bypass_threshold) return (n + KMIN_BLOCK - 1) / KMIN_BLOCK * KMIN_BLOCK;
+  if (gpuplan__rounding_rules(c->release) == 0 && n > c->roundup_bypass_threshold)
+    return (n + KMIN_BLOCK - 1) / KMIN_BLOCK * KMIN_BLOCK;
   d = divisions_for(c, n);
-  if (c->release >= 204) {
+  if (gpuplan__rounding_rules(c->release) == 2) {
     /* 2.4 and later: d > 1 (pytorch#126830, 2024-05-22, "Round to nearest
      * 512 bytes boundary if number of divisions=1"; [CCA] newest:
      * TORCH_CHECK(divisions >= 2)): 1 means no power-of-two rounding. */

@@ -365,7 +365,7 @@ int gpuplan__snapshot_write_conf(gpuplan_cachealloc *a, const gpuplan_recorder *
   if (!path) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "snapshot write: path is NULL");
   if (!(release = gpuplan__release_of(torch)))
     return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot write: torch: not a release (%d)", (int)torch);
-  v113 = release < 200; /* 1.13: the list of segments */
+  v113 = gpuplan__snapshot_v113(release); /* 1.13: the list of segments */
   if (rec && rec->failed) return gpuplan__error(ctx, GPUPLAN_ENOMEM, "out of memory (while recording the trace)");
   memset(&w, 0, sizeof w);
   /* The trace entries that fit the reader's value limit, from the end,

@@ -2386,7 +2386,6 @@ static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const stat
  * in blocks than in segments at some event): then the file is not a
  * consistent trace, and the divergence stands, said so. */
 static int unrounded_blocks(const gpuplan_snapshot *s);
-static int rounding_class(unsigned release);
 
 static int unchecked_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *cur, gpuplan_replay_result *r,
                              gpuplan__replay_ext *x) {
@@ -2400,7 +2399,7 @@ static int unchecked_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const 
   *r = kept;
   {
     char d[sizeof r->divergence];
-    if (rounding_class(s->conf.release) == 2 && unrounded_blocks(s))
+    if (gpuplan__rounding_rules(s->conf.release) == 2 && unrounded_blocks(s))
       /* (review C-4: such a file is consistent under the release that wrote it) */
       snprintf(d, sizeof d, "%.260s; and with this release's rounding the trace's own figures contradict "
                             "themselves at event %zu (more allocated than its segments hold): its blocks are not "
@@ -2534,10 +2533,6 @@ static int unrounded_blocks(const gpuplan_snapshot *s) {
   return 0;
 }
 
-/* The rounding rules of a release (gpuplan__round_size): 1.13's bypass
- * threshold, 1.13 to 2.3's division of 1 (no rounding at all), 2.4's. */
-static int rounding_class(unsigned release) { return release < 200 ? 0 : release < 204 ? 1 : 2; }
-
 /* The start state is rebuilt at load under the latest release's rules.  A
  * replay under a release that rounds requests otherwise (--torch 2.0 with
  * roundup_power2_divisions:1 leaves a request unrounded, the latest rounds
@@ -2559,7 +2554,7 @@ int gpuplan__snapshot_replay_ext(gpuplan_ctx *ctx, const gpuplan_snapshot *s,
   }
   if (!ctx || !s || !options || options->version != GPUPLAN_REPLAY_OPTIONS_VERSION ||
       !(release = gpuplan__release_of(options->torch)) ||
-      rounding_class(release) == rounding_class(s->conf.release))
+      gpuplan__rounding_rules(release) == gpuplan__rounding_rules(s->conf.release))
     return replay_under(ctx, s, options, r, x);
   under = *s;
   memset(&under.start, 0, sizeof under.start);
@@ -2589,7 +2584,7 @@ static int replay_under(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const gpupl
   memset(r, 0, sizeof *r);
   r->diverged_at = SIZE_MAX;
   r->oom_event = SIZE_MAX;
-  if (s->facts.expandable && gpuplan__release_of(o->torch) < 201) {
+  if (s->facts.expandable && !gpuplan__has_expandable_segments(gpuplan__release_of(o->torch))) {
     /* Review A-9: expandable segments came in 2.1 (pytorch#96995). */
     char rel[32];
     gpuplan__torch_release_name(gpuplan__release_of(o->torch), rel, sizeof rel);
@@ -2747,7 +2742,7 @@ static int replay_under(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const gpupl
               "replayed are allocator_settings' own fields (max_split_size, garbage_collection_threshold, "
               "expandable_segments, roundup_power2_divisions)",
            s->recorded_conf ? s->recorded_conf : "", s->conf_unread);
-    if (rc == GPUPLAN_OK && !r->exact && s->nev && rounding_class(gpuplan__release_of(o->torch)) == 2 &&
+    if (rc == GPUPLAN_OK && !r->exact && s->nev && gpuplan__rounding_rules(gpuplan__release_of(o->torch)) == 2 &&
         unrounded_blocks(s))
       warn(x, "the file's blocks are not all 512-byte aligned: it was recorded by torch 2.3 or earlier with a "
               "roundup_power2_divisions of 1, which left those requests unrounded (2.4 rounds them to 512 "
