@@ -370,7 +370,7 @@ static int render_simulate(cli *c, gpuplan_doc *doc) {
   if (dbool(r, "oom")) printf("OUT OF MEMORY in %s:\n%s\n", dstr(r, "oom_op"), dstr(r, "oom_message"));
   printf("nvidia-smi at the peak would show %.0fMiB / %.0fMiB used (PyTorch reserved %.0f + CUDA "
          "context, NCCL, cuBLAS %.0f + other processes %.0f)\n",
-         dnum(r, "nvidia_smi_used_bytes") / 1048576.0, dnum(r, "nvidia_smi_total_bytes") / 1048576.0,
+         dnum(r, "nvidia_smi_used_bytes") / 1048576.0, dnum(r, "gpu_usable_bytes") / 1048576.0, /* (memory.total: the driver's, as the simulated card's) */
          dnum(r, "peak_reserved_bytes") / 1048576.0, dnum(r, "resident_bytes") / 1048576.0,
          dnum(r, "other_procs_bytes") / 1048576.0);
   if (!disnull(r, "snapshot")) printf("snapshot written to %s\n", dstr(r, "snapshot"));

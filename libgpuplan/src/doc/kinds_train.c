@@ -331,9 +331,6 @@ static const gpuplan_result_field simulate_fields[] = {
   {"resident_bytes", I, "B", "CUDA context + NCCL, outside the allocator (the cuBLAS workspace is an allocation inside it)"},
   {"other_procs_bytes", I, "B", "memory of other processes"},
   {"nvidia_smi_used_bytes", I, "B", "what nvidia-smi would show at the peak"},
-  {"nvidia_smi_total_bytes", I, "B",
-   "the card's total as nvidia-smi shows it (memory.total: NVML's figure where the catalog has it, the driver's "
-   "total the simulated card and its OOM text use)"},
   {"snapshot", S, "", "the snapshot file written, if any"},
   {"warnings", A, "", "what the run could not follow as asked (settings a release ignored)"},
   {"summary", S, "", "summary option: torch.cuda.memory_summary() at the end of the run"},

@@ -460,12 +460,8 @@ static void put_head(gpuplan__docb *b, gpuplan_job *j, const train_job *t, doubl
     gpuplan__doc_null(b, "attention");
   } else {
     const char *src;
-    uint64_t usable = gpuplan_gpu_usable_bytes(t->js.gpu, &src);
+    uint64_t usable = gpuplan__gpu_total(t->js.gpu, o, &src);
     int cc = gpuplan_gpu_cc(t->js.gpu);
-    if (o->gpu_total_bytes) {
-      usable = o->gpu_total_bytes;
-      src = "given (gpu_total)";
-    }
     gpuplan__doc_str(b, "gpu", t->js.gpu->id);
     gpuplan__doc_str(b, "gpu_name", t->js.gpu->name);
     gpuplan__doc_uint(b, "gpu_memory_bytes", t->js.gpu->memory_bytes);
@@ -1156,10 +1152,6 @@ int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
   gpuplan__doc_uint(b, "resident_bytes", resident);
   gpuplan__doc_uint(b, "other_procs_bytes", other);
   gpuplan__doc_uint(b, "nvidia_smi_used_bytes", sr.peak_reserved + resident + other);
-  /* (the driver's total, as the simulated card and its OOM text have it;
-   * review C-7: the line showed the marketed size beside it) */
-  gpuplan__doc_uint(b, "nvidia_smi_total_bytes",
-                    t.js.options.gpu_total_bytes ? t.js.options.gpu_total_bytes : gpuplan_gpu_usable_bytes(t.js.gpu, NULL));
   gpuplan__doc_str(b, "snapshot", so.snapshot_path);
   gpuplan__doc_arr(b, "warnings");
   if (*warn) gpuplan__doc_str(b, NULL, warn);

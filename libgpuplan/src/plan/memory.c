@@ -1480,10 +1480,19 @@ static int eval_stage(gpuplan_ctx *ctx, const gpuplan_model *m, const gpuplan_gp
   return GPUPLAN_OK;
 }
 
+uint64_t gpuplan__gpu_total(const gpuplan_gpu *g, const gpuplan_memory_options *o, const char **source) {
+  const char *dummy;
+  if (!source) source = &dummy;
+  if (o && o->gpu_total_bytes) {
+    *source = "given (gpu_total)";
+    return o->gpu_total_bytes;
+  }
+  return gpuplan_gpu_usable_bytes(g, source);
+}
+
 static void finish(const gpuplan_gpu *g, const gpuplan_memory_options *o, gpuplan_memory *out) {
   const char *src;
-  uint64_t cap = o->gpu_total_bytes ? o->gpu_total_bytes : gpuplan_gpu_usable_bytes(g, &src);
-  if (o->gpu_total_bytes) src = "given (gpu_total)";
+  uint64_t cap = gpuplan__gpu_total(g, o, &src);
   out->capacity = cap;
   out->capacity_marketed = g->memory_bytes;
   out->capacity_source = src;

@@ -87,6 +87,12 @@ typedef struct gpuplan__layer_mix {
 /* The stack's layer kinds and their GEMMs, from one read of the shape. */
 void gpuplan__layer_mix_of(const gpuplan_model *m, const gpuplan_memory_options *o, gpuplan__layer_mix *mix);
 
+/* The memory the driver reports for a card (the planner's capacity, the
+ * simulated card's total, nvidia-smi's memory.total): the job's gpu_total
+ * when given, else gpuplan_gpu_usable_bytes (NVML's total where the catalog
+ * has it, else the marketed size); *source says which (memory.c). */
+uint64_t gpuplan__gpu_total(const gpuplan_gpu *g, const gpuplan_memory_options *o, const char **source);
+
 /* gpuplan_simulate, and torch.cuda.memory_summary() of the allocator at the
  * end of the run (the simulate command's summary option): with want set,
  * *text (ctx-allocated, the caller frees it) in the layout of the release. */

@@ -987,7 +987,7 @@ int gpuplan__mock_simulate(gpuplan_ctx *ctx, const gpuplan_model *model, const g
     return gpuplan_seterror(ctx, GPUPLAN_EMISUSE, "simulate: NULL argument");
   if ((rc = gpuplan_memory_eval(ctx, model, gpu, options, GPUPLAN_STAGE_WORST, &worst))) return rc;
   dev = *gpu;
-  dev.memory_bytes = options->gpu_total_bytes ? options->gpu_total_bytes : gpuplan_gpu_usable_bytes(gpu, NULL);
+  dev.memory_bytes = gpuplan__gpu_total(gpu, options, NULL);
   gpu = &dev;
   resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes;
   if ((rc = gpuplan_mock_new(ctx, &mock))) return rc == GPUPLAN_ENOMEM ? gpuplan__nomem(ctx) : rc;
