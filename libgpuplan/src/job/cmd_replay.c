@@ -7,7 +7,6 @@
  */
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "alloc/alloc_int.h"
@@ -38,7 +37,9 @@ typedef struct replay_job {
  * by name.  requested_bytes came in 2.0 (pytorch#88575); the three device
  * counters in 2.3 (pytorch#120050, merged 2024-02-27). */
 /* Keys are static strings (the document does not copy them): one table,
- * each key with the int64_t it reads and the release it came in. */
+ * each key with the int64_t it reads and the release it came in, written
+ * in the order memory_stats() sorts its items (C's byte order: '.' before
+ * '_'; test_torch_releases checks the document's order). */
 typedef struct ms_key {
   const char *key;
   size_t off;
@@ -47,43 +48,36 @@ typedef struct ms_key {
 
 #define MS_OFF(member) offsetof(gpuplan_alloc_stats, member)
 #define MS_STAT(name, member, since)                                                     \
-  {name ".current", MS_OFF(member.current), since}, {name ".peak", MS_OFF(member.peak), since}, \
-  {name ".allocated", MS_OFF(member.allocated), since}, {name ".freed", MS_OFF(member.freed), since},
+  {name ".allocated", MS_OFF(member.allocated), since}, {name ".current", MS_OFF(member.current), since}, \
+  {name ".freed", MS_OFF(member.freed), since}, {name ".peak", MS_OFF(member.peak), since},
 #define MS_ARRAY(name, since)                                                            \
   MS_STAT(#name ".all", name[GPUPLAN_POOL_ALL], since)                                   \
-  MS_STAT(#name ".small_pool", name[GPUPLAN_POOL_SMALL], since)                          \
-  MS_STAT(#name ".large_pool", name[GPUPLAN_POOL_LARGE], since)
+  MS_STAT(#name ".large_pool", name[GPUPLAN_POOL_LARGE], since)                          \
+  MS_STAT(#name ".small_pool", name[GPUPLAN_POOL_SMALL], since)
 static const ms_key ms_keys[] = {
-  MS_ARRAY(allocation, 0) MS_ARRAY(segment, 0) MS_ARRAY(active, 0) MS_ARRAY(inactive_split, 0)
-  MS_ARRAY(allocated_bytes, 0) MS_ARRAY(reserved_bytes, 0) MS_ARRAY(active_bytes, 0)
-  MS_ARRAY(inactive_split_bytes, 0) MS_ARRAY(requested_bytes, 200)
-  MS_STAT("oversize_allocations", oversize_allocations, 0) MS_STAT("oversize_segments", oversize_segments, 0)
-  {"num_alloc_retries", MS_OFF(num_alloc_retries), 0},
-  {"num_ooms", MS_OFF(num_ooms), 0},
+  MS_ARRAY(active, 0) MS_ARRAY(active_bytes, 0) MS_ARRAY(allocated_bytes, 0) MS_ARRAY(allocation, 0)
+  MS_ARRAY(inactive_split, 0) MS_ARRAY(inactive_split_bytes, 0)
   {"max_split_size", MS_OFF(max_split_size), 0},
-  {"num_sync_all_streams", MS_OFF(num_sync_all_streams), 203},
+  {"num_alloc_retries", MS_OFF(num_alloc_retries), 0},
   {"num_device_alloc", MS_OFF(num_device_alloc), 203},
   {"num_device_free", MS_OFF(num_device_free), 203},
+  {"num_ooms", MS_OFF(num_ooms), 0},
+  {"num_sync_all_streams", MS_OFF(num_sync_all_streams), 203},
+  MS_STAT("oversize_allocations", oversize_allocations, 0) MS_STAT("oversize_segments", oversize_segments, 0)
+  MS_ARRAY(requested_bytes, 200) MS_ARRAY(reserved_bytes, 0) MS_ARRAY(segment, 0)
 };
 #undef MS_ARRAY
 #undef MS_STAT
 #undef MS_OFF
 
-static int ms_cmp(const void *x, const void *y) {
-  return strcmp((*(const ms_key *const *)x)->key, (*(const ms_key *const *)y)->key);
-}
-
 void gpuplan__doc_memory_stats(gpuplan__docb *b, const gpuplan_alloc_stats *st, unsigned release) {
-  const ms_key *k[sizeof ms_keys / sizeof ms_keys[0]];
-  size_t n = 0, i;
+  size_t i;
   int64_t v;
-  for (i = 0; i < sizeof ms_keys / sizeof ms_keys[0]; i++)
-    if (release >= ms_keys[i].since) k[n++] = &ms_keys[i];
-  qsort(k, n, sizeof k[0], ms_cmp);
   gpuplan__doc_obj(b, "memory_stats");
-  for (i = 0; i < n; i++) {
-    memcpy(&v, (const char *)st + k[i]->off, sizeof v);
-    gpuplan__doc_int(b, k[i]->key, v);
+  for (i = 0; i < sizeof ms_keys / sizeof ms_keys[0]; i++) {
+    if (release < ms_keys[i].since) continue;
+    memcpy(&v, (const char *)st + ms_keys[i].off, sizeof v);
+    gpuplan__doc_int(b, ms_keys[i].key, v);
   }
   gpuplan__doc_end(b);
 }
