@@ -159,7 +159,8 @@ GPUPLAN_API size_t gpuplan_recorder_count(const gpuplan_recorder *r);
  * "frames" of their trace entries and blocks ([{name, filename, line}]),
  * which PyTorch's memory viewer shows for each block (simulate names a
  * step program's phase, layer and tensor: name "forward layer 12: fc1
- * output (activation input)", filename "gpuplan simulate", line the step).
+ * output (activation input)", filename "gpuplan simulate", line the step;
+ * a captured step's file is "gpuplan simulate (CUDA graph capture)").
  * A free's entry names the frame of the allocation it frees.  Strings are
  * copied; a frame met before is found again in constant time.  NULL name:
  * no frame from now on (entries then name gpuplan's model).

@@ -71,17 +71,21 @@ typedef struct prog {
   gpuplan_recorder *rec;         /* the snapshot's recorder, or NULL: each allocation named by its frame */
 } prog;
 
+/* What an allocation of the step program is: "phase[ layer L]: what", as
+ * the OOM's op and a snapshot's frame name it. */
+static void op_name(const prog *p, const char *what, char *buf, size_t cap) {
+  if (p->layer >= 0) snprintf(buf, cap, "%s layer %lld: %s", p->phase, (long long)p->layer, what);
+  else snprintf(buf, cap, "%s: %s", p->phase, what);
+}
+
 /* The frame of the allocation get() makes next (gpuplan_recorder_set_frame):
- * what it is, the phase and layer of the step program, the step as its
- * line.  GPUPLAN_OK or GPUPLAN_ENOMEM. */
+ * its op_name, the step as the line, a capture in the file's name.
+ * GPUPLAN_OK or GPUPLAN_ENOMEM. */
 static int name_alloc(prog *p, const char *what) {
   char name[256];
-  if (p->layer >= 0)
-    snprintf(name, sizeof name, "%s%s layer %lld: %s", p->phase, p->capture ? " (CUDA graph capture)" : "",
-             (long long)p->layer, what);
-  else
-    snprintf(name, sizeof name, "%s%s: %s", p->phase, p->capture ? " (CUDA graph capture)" : "", what);
-  return gpuplan_recorder_set_frame(p->rec, name, "gpuplan simulate", (int)p->step);
+  op_name(p, what, name, sizeof name);
+  return gpuplan_recorder_set_frame(p->rec, name, p->capture ? "gpuplan simulate (CUDA graph capture)" : "gpuplan simulate",
+                                    (int)p->step);
 }
 
 /* Allocate one tensor; on OOM record where.  Returns the address or 0. */
@@ -100,13 +104,10 @@ static uint64_t get(prog *p, double bytes, const char *what) {
     p->oom = 1;
     p->r->oom = 1;
     p->r->oom_step = p->step;
-    if (p->layer >= 0)
-      snprintf(p->r->oom_op, sizeof p->r->oom_op, "step %lld%s %s layer %lld: %s (%llu bytes)",
-               (long long)p->step, p->capture ? " (CUDA graph capture)" : "", p->phase, (long long)p->layer, what,
-               (unsigned long long)n);
-    else
-      snprintf(p->r->oom_op, sizeof p->r->oom_op, "step %lld%s %s: %s (%llu bytes)", (long long)p->step,
-               p->capture ? " (CUDA graph capture)" : "", p->phase, what, (unsigned long long)n);
+    char op[96];
+    op_name(p, what, op, sizeof op);
+    snprintf(p->r->oom_op, sizeof p->r->oom_op, "step %lld%s %s (%llu bytes)", (long long)p->step,
+             p->capture ? " (CUDA graph capture)" : "", op, (unsigned long long)n);
     snprintf(p->r->oom_message, sizeof p->r->oom_message, "%s", gpuplan_errmsg(p->ctx));
     return 0;
   }
@@ -289,7 +290,7 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
   outside = p.mem.item[GPUPLAN_MEM_CONTEXT].bytes + p.mem.item[GPUPLAN_MEM_NCCL].bytes;
   out->analytic_bytes = p.mem.total > outside ? p.mem.total - outside : 0;
   {
-    uint64_t usable = o->gpu_total_bytes ? o->gpu_total_bytes : gpuplan_gpu_usable_bytes(gpu, &src);
+    uint64_t usable = gpuplan__gpu_total(gpu, o, &src);
     out->capacity = usable > outside ? usable - outside : 0;
   }
   rc = gpuplan_cachealloc_new(ctx, &conf, out->capacity ? out->capacity : 1, sim->device, &p.a);
