@@ -1772,8 +1772,7 @@ static int layout_step(gpuplan_ctx *ctx, gpuplan_cachealloc *a, const gpuplan__a
 }
 
 void gpuplan__replay_ext_init(gpuplan__replay_ext *x) {
-  memset(x, 0, GPUPLAN__REPLAY_EXT_ZEROED);
-  x->unchecked_why[0] = 0;
+  memset(x, 0, sizeof *x);
   x->layout = GPUPLAN_TORCH_LATEST;
   x->unchecked_from = x->unchecked_to = SIZE_MAX;
   x->lay_at[0] = x->lay_at[1] = SIZE_MAX;

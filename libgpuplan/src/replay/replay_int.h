@@ -6,8 +6,6 @@
 #ifndef GPUPLAN_REPLAY_INT_H
 #define GPUPLAN_REPLAY_INT_H
 
-#include <stddef.h>
-
 #include "common/internal.h"
 
 #define GPUPLAN__REPLAY_MAX_WARN 8
@@ -63,13 +61,10 @@ typedef struct gpuplan__replay_ext {
   size_t lay_at[2];             /* internal: capture after these events (SIZE_MAX: not) */
   int lay_capturing;            /* internal: the second replay */
   int have_stats;               /* stats were taken (the replay ran to its end: not when it diverged) */
-  /* Written before they are read, so not zeroed by gpuplan__replay_ext_init
-   * (5 KiB a replay, most of a 33-event trace's setup): */
   gpuplan_alloc_stats stats;    /* want_stats: the allocator's statistics as the replay leaves it */
   char warn[GPUPLAN__REPLAY_MAX_WARN][400];
   char unchecked_why[768];
 } gpuplan__replay_ext;
-#define GPUPLAN__REPLAY_EXT_ZEROED offsetof(gpuplan__replay_ext, stats)
 
 void gpuplan__replay_ext_init(gpuplan__replay_ext *x);
 void gpuplan__replay_ext_dispose(gpuplan_ctx *ctx, gpuplan__replay_ext *x);
