@@ -125,6 +125,8 @@ int gpuplan__reads_pytorch_alloc_conf(unsigned release);
  * rules of gpuplan__round_size apply (0: 1.13, 1: 2.0-2.3, 2: 2.4 on). */
 int gpuplan__snapshot_v113(unsigned release);
 int gpuplan__has_expandable_segments(unsigned release);
+/* R34: whether a release gives private pools expandable segments (conf.c). */
+int gpuplan__private_pools_expandable(unsigned release);
 int gpuplan__rounding_rules(unsigned release);
 
 /* memory_summary(device, abbreviated) in the layout of a release. */

@@ -385,7 +385,7 @@ static gpuplan__blk *alloc_block(gpuplan_cachealloc *a, uint64_t alloc_size, uin
   if (a->conf.memory_fraction < 1 &&
       (uint64_t)a->st.reserved_bytes[GPUPLAN_POOL_ALL].current + alloc_size > allowed_max(a))
     return NULL;
-  if (a->conf.expandable_segments && (!pool || gpuplan__private_pools_expandable(&a->conf))) /* R34 */
+  if (a->conf.expandable_segments && (!pool || gpuplan__private_pools_expandable(a->conf.release))) /* R34 */
     return gpuplan__try_allocate_expandable_block(a, stream, pool, small, expand_size, rc);
   if (a->dev.malloc(a->dev.payload, alloc_size, &addr) != GPUPLAN_OK) return NULL;
   s = gpuplan__seg_add(a, addr, alloc_size, stream, small);

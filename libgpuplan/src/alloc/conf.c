@@ -84,7 +84,7 @@ int gpuplan__oom_private_pools(const gpuplan_alloc_conf *c) { return c->release 
  * expandable_segments_ structure yet"), so private pools got cudaMalloc
  * segments; after it, both pools do.  2.5 is taken as its first release
  * (not re-verified). */
-int gpuplan__private_pools_expandable(const gpuplan_alloc_conf *c) { return c->release >= 205; }
+int gpuplan__private_pools_expandable(unsigned release) { return release >= 205; }
 const char *gpuplan__oom_env(const gpuplan_alloc_conf *c) {
   return c->release == 210 ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
 }

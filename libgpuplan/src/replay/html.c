@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "alloc/alloc_int.h"
+#include "common/span.h"
 #include "common/treap.h"
 #include "replay/html_int.h"
 #include "replay/pickle.h"
@@ -237,27 +238,11 @@ static int map_flatten(hmap *m) {
   return 0;
 }
 
-/* The segment holding addr, or -1. */
-static long seg_find(const hmap *m, uint64_t addr) {
-  size_t lo = 0, hi = m->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (m->v[mid].addr + m->v[mid].size <= addr) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < m->n && m->v[lo].addr <= addr ? (long)lo : -1;
-}
-
-/* The block of g holding addr, or -1. */
-static long blk_find(const hseg *g, uint64_t addr) {
-  size_t lo = 0, hi = g->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (g->b[mid].addr + g->b[mid].size <= addr) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < g->n && g->b[lo].addr <= addr ? (long)lo : -1;
-}
+/* The segment holding addr, or -1; the block of g holding addr, or -1. */
+GPUPLAN__SPAN_FIND(hseg_find, hseg, GPUPLAN__SPAN_DIRECT)
+GPUPLAN__SPAN_FIND(hblk_find, hblk, GPUPLAN__SPAN_DIRECT)
+static long seg_find(const hmap *m, uint64_t addr) { return hseg_find(m->v, m->n, addr); }
+static long blk_find(const hseg *g, uint64_t addr) { return hblk_find(g->b, g->n, addr); }
 
 /* A block after g's last (a map built once, in address order). */
 static int blk_append(hmap *m, hseg *g, const hblk *b) {

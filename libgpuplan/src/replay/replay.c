@@ -15,6 +15,7 @@
 
 #include "alloc/alloc_int.h"
 #include "common/amap.h"
+#include "common/span.h"
 #include "common/treap.h"
 #include "replay/pickle.h"
 #include "replay/replay_int.h"
@@ -104,16 +105,8 @@ static size_t file_seg_lower(const gpuplan_snapshot *s, uint64_t addr) {
 }
 
 /* Index of the block containing addr in s, or -1. */
-static long blk_find(const rseg *s, uint64_t addr) {
-  size_t lo = 0, hi = s->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (s->b[mid].addr + s->b[mid].size <= addr) lo = mid + 1;
-    else hi = mid;
-  }
-  if (lo < s->n && s->b[lo].addr <= addr) return (long)lo;
-  return -1;
-}
+GPUPLAN__SPAN_FIND(rblock_find, rblock, GPUPLAN__SPAN_DIRECT)
+static long blk_find(const rseg *s, uint64_t addr) { return rblock_find(s->b, s->n, addr); }
 
 /* --- loading --------------------------------------------------------------- */
 
@@ -809,16 +802,7 @@ static int state_copy(gpuplan_ctx *ctx, const gpuplan_snapshot *s, state *st) {
 }
 
 /* Index of the segment containing addr in a state, or -1. */
-static long pseg_find(rseg *const *v, size_t n, uint64_t addr) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (v[mid]->addr + v[mid]->size <= addr) lo = mid + 1;
-    else hi = mid;
-  }
-  if (lo < n && v[lo]->addr <= addr && addr < v[lo]->addr + v[lo]->size) return (long)lo;
-  return -1;
-}
+GPUPLAN__SPAN_FIND(pseg_find, rseg *, GPUPLAN__SPAN_POINTER)
 
 /* pseg_find, trying *hint first (the segment found last: a trace's next
  * event is often in it); *hint becomes the segment found.  Segments do
@@ -2592,7 +2576,8 @@ static int replay_under(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const gpupl
             "the replay follows the file's segments with %s's other rules; replay it with --torch 2.1 or later",
          rel, rel);
   }
-  if (s->private_cudamalloc && s->conf.expandable_segments && gpuplan__release_of(o->torch) >= 205) {
+  if (s->private_cudamalloc && s->conf.expandable_segments &&
+      gpuplan__private_pools_expandable(gpuplan__release_of(o->torch))) {
     /* R34: only a release before 2.5 gives private pools cudaMalloc
      * segments under expandable_segments. */
     char rel[32];
