@@ -41,7 +41,9 @@ def rng(o):
         f = (lambda x: "%d" % x) if t == "int" else (lambda x: "%g" % x)
         return "%s .. %s" % (f(lo), f(hi))
     if t == "bytes":
-        return "0 .. %g MiB (a number in MiB, or 512MiB, 2GiB, 100MB)" % (o["max"] / 1048576)
+        lo = o["min"]
+        lo = "%g MiB" % (lo / 1048576) if lo >= 1048576 else "%d B" % lo if lo else "0"
+        return "%s .. %g MiB (a number in MiB, or 512MiB, 2GiB, 100MB)" % (lo, o["max"] / 1048576)
     if t == "list":
         return "repeatable text"
     return "text"

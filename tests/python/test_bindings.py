@@ -151,10 +151,20 @@ def test_replay_capacity_forms():
     for same in ("18700", "18700MiB", float(18700 * 2**20)):
         got = gpuplan.replay(f, capacity=same)
         assert got.capacity_bytes == want.capacity_bytes and got.oom_message == want.oom_message, same
-    assert gpuplan.Catalog().replay(f, capacity=18700).capacity_bytes == want.capacity_bytes  # the method: MiB
-    for bad in (0, -1, 1.9, float("nan"), float("inf")):
+    # Review 2026-12-02 #4: Catalog.replay read an int as MiB, so the bytes
+    # python.md gives (18700 * 2**20) made an 18 TiB card there; both replays
+    # read it one way, and run() takes the option as the CLI and Lua do (MiB).
+    cat = gpuplan.Catalog()
+    assert cat.replay(f, capacity=18700 * 2**20).capacity_bytes == want.capacity_bytes
+    assert cat.replay(open(f, "rb").read(), capacity=18700 * 2**20).capacity_bytes == want.capacity_bytes
+    assert cat.run("replay", file=f, capacity=18700).capacity_bytes == want.capacity_bytes
+    for bad in (0, -1, 1.9, float("nan"), float("inf"), 100, 2**20 - 1):
         with pytest.raises(gpuplan.InvalidError, match="capacity"):
             gpuplan.replay(f, capacity=bad)
+        with pytest.raises(gpuplan.InvalidError, match="capacity"):
+            cat.replay(f, capacity=bad)
+    with pytest.raises(gpuplan.InvalidError, match="less than the least capacity, 1 MiB"):
+        gpuplan.replay(f, capacity=100)
     for bad in ([], True, b"18700"):
         with pytest.raises(TypeError, match="capacity"):
             gpuplan.replay(f, capacity=bad)

@@ -56,3 +56,27 @@ def test_text_the_model_does_not_take_is_said(tmp_path):
     assert back.exact  # the run itself used the native allocator's defaults
     assert any("PYTORCH_CUDA_ALLOC_CONF 'backend:cudaMallocAsync' was not read" in w for w in back.warnings), \
         back.warnings
+
+
+@pytest.mark.parametrize("conf", [
+    "per_process_memory_fraction:0.9",
+    "per_process_memory_fraction:0.5,garbage_collection_threshold:0.6",
+])
+def test_fraction_of_a_card_the_file_does_not_record(tmp_path, conf):
+    """Review 2026-12-02 #1: a recorded per_process_memory_fraction made the
+    exact replay take a card of 0 bytes (the total was read before any
+    event), so every cudaMalloc was refused: "DIVERGES at event 1: alloc of
+    ... the model ran out of memory, PyTorch did not", our own snapshots
+    included.  A snapshot does not record the card's memory: the exact replay
+    follows the trace without the limit and says so; given the card, the
+    what-if replays under the limit as simulate ran."""
+    path = str(tmp_path / "run.pickle")
+    with gpuplan.Catalog() as cat:
+        sim = cat.simulate("gpt2", "t4", micro_batch=4, steps=2, alloc_conf=conf, snapshot=path)
+    back = gpuplan.replay(path)
+    assert back.exact, back.divergence
+    assert back.peak_reserved_bytes == sim.peak_reserved_bytes
+    assert any("per_process_memory_fraction" in w and "does not record" in w for w in back.warnings), back.warnings
+    under = gpuplan.replay(path, gpu="t4")
+    assert under.peak_reserved_bytes == sim.peak_reserved_bytes
+    assert under.num_alloc_retries == sim.num_alloc_retries and under.num_ooms == sim.num_ooms == 0

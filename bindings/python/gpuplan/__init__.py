@@ -194,9 +194,14 @@ class Catalog(_Catalog):
 
     def replay(self, path, **options):
         """Replay a torch memory snapshot (``gpuplan replay FILE --json``); options
-        as the command's: ``alloc_conf``, ``capacity`` (MiB, or "18700MiB"),
+        as the command's: ``alloc_conf``, ``capacity`` (as ``gpuplan.replay``
+        reads it: an int is bytes, a str the CLI's text, "18700" MiB or "40GiB"),
         ``gpu``, ``device``, ``timeline``, ``summary``, ``memory_stats`` (torch.cuda.memory_stats()'s
         keys and values at the end), ``torch``."""
+        if options.get("capacity") is not None:
+            # one reading for both replays (an int was MiB here and bytes in
+            # gpuplan.replay: capacity=18700 * 2**20 made an 18 TiB card)
+            options["capacity"] = _capacity_bytes(options["capacity"])
         if isinstance(path, (bytes, bytearray, memoryview)):
             return self.replay_bytes(bytes(path), **options)
         return self.run("replay", file=_os.fspath(path), **options)
@@ -246,8 +251,9 @@ def _capacity_bytes(capacity):
     if isinstance(capacity, float) and not (capacity == capacity and capacity not in (float("inf"), float("-inf"))
                                             and capacity.is_integer()):
         raise InvalidError("capacity: %r is not a whole number of bytes" % capacity)
-    if capacity < 1:
-        raise InvalidError("capacity: must be at least 1 byte (got %d); leave it out for an unlimited device"
+    if capacity < 1 << 20:
+        raise InvalidError("capacity: %d bytes is less than the least capacity, 1 MiB (1048576 bytes: an int is "
+                           "bytes, a str the CLI's '18700' MiB or '40GiB'); leave it out for an unlimited device"
                            % capacity)
     return "%dB" % int(capacity)
 
@@ -267,9 +273,8 @@ def replay(path, alloc_conf=None, capacity=None, device=None, gpu=None, catalog=
     if not isinstance(path, (bytes, bytearray)) and not _os.path.exists(path):  # the builtin a Python user catches
         raise FileNotFoundError(_errno.ENOENT, _os.strerror(_errno.ENOENT), _os.fspath(path))
     cat = catalog if catalog is not None else _default()
-    if capacity is not None:
-        options["capacity"] = _capacity_bytes(capacity)
-    return cat.replay(path, alloc_conf=alloc_conf, device=device, gpu=gpu, timeline=timeline, **options)
+    return cat.replay(path, alloc_conf=alloc_conf, capacity=capacity, device=device, gpu=gpu, timeline=timeline,
+                      **options)
 
 
 def explain_oom(text):

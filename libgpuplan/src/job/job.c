@@ -249,10 +249,15 @@ static void allowed(const gpuplan_option_info *o, char *buf, size_t cap) {
     buf[k] = 0;
     break;
   }
-  case GPUPLAN_OPT_BYTES:
-    snprintf(buf, cap, "a size in %s (or with a unit: 512MiB, 2GiB, 100MB) up to %.0f MiB", o->unit,
+  case GPUPLAN_OPT_BYTES: {
+    char lo[48] = "";
+    /* the least size, where there is one (capacity: 1 MiB) */
+    if (o->min >= 1048576.0) snprintf(lo, sizeof lo, " from %g MiB", o->min / 1048576.0);
+    else if (o->min > 0) snprintf(lo, sizeof lo, " from %.0f bytes", o->min);
+    snprintf(buf, cap, "a size in %s (or with a unit: 512MiB, 2GiB, 100MB)%s up to %.0f MiB", o->unit, lo,
              o->max / 1048576.0);
     break;
+  }
   default: snprintf(buf, cap, "text"); break;
   }
 }

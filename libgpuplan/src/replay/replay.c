@@ -1949,6 +1949,21 @@ static int run_exact(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *s
    * allocator_settings say (2.1-2.3 wrote none). */
   if (s->expandable_trace) conf.expandable_segments = 1;
   replay_rules(&conf, o);
+  if (conf.memory_fraction < 1) {
+    /* PyTorch's limit is the fraction of the card's total, which a
+     * snapshot does not record: the exact replay cannot apply it (it took
+     * a total of 0 and refused every cudaMalloc).  The trace's own
+     * cudaMallocs and cudaFrees stand for it; garbage collection, a share
+     * of the limit, cannot run either. */
+    warn(x, "the file's settings set per_process_memory_fraction %g%s, a share of the card's memory, which a "
+            "snapshot does not record: the exact replay follows the trace's cudaMallocs without that limit%s; "
+            "give --gpu (or a capacity) to replay it under the limit",
+         conf.memory_fraction, conf.garbage_collection_threshold > 0 ? " and garbage_collection_threshold" : "",
+         conf.garbage_collection_threshold > 0 ? " and cannot run the garbage collection it bounds (segments "
+                                                 "it freed are matched as if a cudaMalloc had failed, counted in "
+                                                 "cudaMalloc retries, or the replay diverges where they were freed)" : "");
+    conf.memory_fraction = 1;
+  }
   rc = gpuplan_cachealloc_new(ctx, &conf, 0, &ops, &a);
   d.a = a;
   if (rc == GPUPLAN_OK) {
