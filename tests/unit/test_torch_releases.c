@@ -257,29 +257,37 @@ static const char *oom_text(gpuplan_ctx *ctx, gpuplan_torch_version v, char *buf
 static void test_releases__oom_text(void **state) {
   fixture *f = *state;
   char t[1024];
-  static const char tail21[] =
+  static const char tail22[] =
       "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 30.00 MiB of which 10.00 MiB "
       "is free. Of the allocated memory 20.00 MiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch but "
       "unallocated. If reserved but unallocated memory is large try setting ";
   /* 1.13 and 2.0: the "(GPU 0; ...)" text */
   assert_non_null(strstr(oom_text(f->ctx, GPUPLAN_TORCH_V1_13, t, sizeof t), "(GPU 0; 30.00 MiB total capacity;"));
   assert_non_null(strstr(oom_text(f->ctx, GPUPLAN_TORCH_V2_0, t, sizeof t), "(GPU 0; 30.00 MiB total capacity;"));
-  /* 2.1 to 2.9: PYTORCH_CUDA_ALLOC_CONF, the pytorch.org link */
-  oom_text(f->ctx, GPUPLAN_TORCH_V2_1, t, sizeof t);
-  assert_memory_equal(t, tail21, sizeof tail21 - 1);
-  assert_string_equal(t + sizeof tail21 - 1,
+  /* 2.1: its own wording, "capacty" (sic), max_split_size_mb, no link
+   * (pytorch#99699; was 2.2's, review 2026-12-02) */
+  assert_string_equal(oom_text(f->ctx, GPUPLAN_TORCH_V2_1, t, sizeof t),
+                      "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacty of 30.00 MiB of "
+                      "which 10.00 MiB is free. Of the allocated memory 20.00 MiB is allocated by PyTorch, and 0 "
+                      "bytes is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try "
+                      "setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management "
+                      "and PYTORCH_CUDA_ALLOC_CONF");
+  /* 2.2 to 2.9: PYTORCH_CUDA_ALLOC_CONF, the pytorch.org link (pytorch#113481) */
+  oom_text(f->ctx, GPUPLAN_TORCH_V2_2, t, sizeof t);
+  assert_memory_equal(t, tail22, sizeof tail22 - 1);
+  assert_string_equal(t + sizeof tail22 - 1,
                       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
                       "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)");
   oom_text(f->ctx, GPUPLAN_TORCH_V2_9, t, sizeof t);
   assert_non_null(strstr(t, "setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"));
   /* 2.10: PYTORCH_ALLOC_CONF, the same link */
   oom_text(f->ctx, GPUPLAN_TORCH_V2_10, t, sizeof t);
-  assert_string_equal(t + sizeof tail21 - 1,
+  assert_string_equal(t + sizeof tail22 - 1,
                       "PYTORCH_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
                       "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)");
   /* main after 2.10: PYTORCH_CUDA_ALLOC_CONF again, docs.pytorch.org */
   oom_text(f->ctx, GPUPLAN_TORCH_LATEST, t, sizeof t);
-  assert_string_equal(t + sizeof tail21 - 1,
+  assert_string_equal(t + sizeof tail22 - 1,
                       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation "
                       "for Memory Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html"
                       "#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)");

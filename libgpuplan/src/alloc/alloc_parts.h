@@ -126,6 +126,7 @@ unsigned gpuplan__alloc_conf_release(const gpuplan_alloc_conf *c);
 void gpuplan__alloc_conf_copy(gpuplan_alloc_conf *dst, const gpuplan_alloc_conf *src);
 /* The release rules of the OOM text and of memory_summary()'s layout. */
 int gpuplan__oom_text_v1(const gpuplan_alloc_conf *c);
+int gpuplan__oom_text_v21(const gpuplan_alloc_conf *c);
 int gpuplan__oom_private_pools(const gpuplan_alloc_conf *c);
 const char *gpuplan__oom_env(const gpuplan_alloc_conf *c);
 const char *gpuplan__oom_url(const gpuplan_alloc_conf *c);

@@ -449,6 +449,14 @@ static void oom_message(gpuplan_cachealloc *a, uint64_t alloc_size, uint64_t req
                    "allocated memory try setting max_split_size_mb to avoid fragmentation.  See "
                    "documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF",
                    A, T, P, F, AL, R);
+  } else if (gpuplan__oom_text_v21(&a->conf)) {
+    gpuplan__error(a->ctx, GPUPLAN_EOOM,
+                   "CUDA out of memory. Tried to allocate %s. GPU 0 has a total capacty of %s of "
+                   "which %s is free. %sOf the allocated memory %s is allocated by PyTorch, and %s "
+                   "is reserved by PyTorch but unallocated. If reserved but unallocated memory is "
+                   "large try setting max_split_size_mb to avoid fragmentation.  See documentation "
+                   "for Memory Management and PYTORCH_CUDA_ALLOC_CONF",
+                   A, T, F, AL, P, U);
   } else {
     gpuplan__error(a->ctx, GPUPLAN_EOOM,
                    "CUDA out of memory. Tried to allocate %s. GPU 0 has a total capacity of %s of "

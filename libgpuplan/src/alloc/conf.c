@@ -62,14 +62,23 @@ void gpuplan__torch_release_name(unsigned r, char *buf, size_t cap) {
 int gpuplan__reads_pytorch_alloc_conf(unsigned release) { return release >= 210; }
 
 /* The OOM text.  <= 2.0: "(GPU 0; ... total capacity; ...)" ([113], id
- * 171536164); 2.1-2.9: "GPU 0 has a total capacity of ..." with
+ * 171536164); 2.2-2.9: "GPU 0 has a total capacity of ..." with
  * PYTORCH_CUDA_ALLOC_CONF and the pytorch.org #environment-variables link
- * (2.x logs, e.g. pytorch/FBGEMM#3763 on a 2.6 nightly; the 2.0/2.1
- * boundary is the earlier model's, not re-verified); 2.10: the same with
+ * (2.x logs, e.g. pytorch/FBGEMM#3763 on a 2.6 nightly); 2.1 has its own
+ * wording (gpuplan__oom_text_v21); 2.10: 2.2-2.9's with
  * PYTORCH_ALLOC_CONF (huggingface/trl#5197's log; pytorch#172327 describes
  * the text it replaced); main after 2.10: PYTORCH_CUDA_ALLOC_CONF again and
  * the docs.pytorch.org link (pytorch#172327, 2026-01-13; [CCA] newest). */
 int gpuplan__oom_text_v1(const gpuplan_alloc_conf *c) { return c->release < 201; }
+/* 2.1's own text (review 2026-12-02): pytorch#99699 ("Improve OOM error
+ * message", 2023-04, after the 2.0 branch cut) wrote "GPU 0 has a total
+ * capacty of" (sic), advised max_split_size_mb and ended "See documentation
+ * for Memory Management and PYTORCH_CUDA_ALLOC_CONF", no link;
+ * pytorch#113481 ("Don't recommmend max_split_size_mb first", 2023-11,
+ * after 2.1.0) brought the expandable_segments advice and the link in 2.2.
+ * Logs of 2.1 runs show the text (a traceback through 2.1's
+ * Module._wrapped_call_impl ending in it; FoundationVision/GenerateU#10). */
+int gpuplan__oom_text_v21(const gpuplan_alloc_conf *c) { return c->release == 201; }
 
 /* R35: the OOM text's "with X allocated in private pools (e.g., CUDA
  * Graphs), " (pytorch#124673, merged 2024-04 for pytorch#121932; 2.4 is

@@ -90,7 +90,7 @@ static int rank_of(const char *text, const char *p) {
 }
 
 int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
-  const char *s, *p, *next;
+  const char *s, *p, *next, *cap;
   char *msg = NULL;
   int rc = GPUPLAN_OK;
   if (!ctx) return GPUPLAN_EMISUSE;
@@ -136,20 +136,26 @@ int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
   if ((p = strstr(s, "(GPU ")) != NULL) {
     /* <= 2.0: (GPU 0; T total capacity; P already allocated; F free; [A allowed; ]R reserved in total by PyTorch) */
     o->format = 1;
+    o->conf_var = 1;
     o->device = atoi(p + 5);
     if (!size_before(s, " total capacity", &o->total) || !size_before(s, " already allocated", &o->allocated) ||
         !size_before(s, " free;", &o->free) || !size_before(s, " reserved in total by PyTorch", &o->reserved))
       goto cut; /* the (GPU ...) part is cut short */
     size_before(s, " allowed;", &o->allowed);
     o->unallocated = o->reserved > o->allocated ? o->reserved - o->allocated : 0;
-  } else if ((p = strstr(s, "GPU ")) != NULL && strstr(s, "has a total capacity of")) {
+  } else if ((p = strstr(s, "GPU ")) != NULL &&
+             (strstr(s, (cap = "has a total capacity of")) || strstr(s, (cap = "has a total capacty of")))) {
+    /* (2.1 wrote "capacty": gpuplan__oom_text_v21) */
     o->format = 2;
     o->device = atoi(p + 4);
-    if (!find_size(s, "has a total capacity of", &o->total) || !size_before(s, " is free", &o->free) ||
+    if (!find_size(s, cap, &o->total) || !size_before(s, " is free", &o->free) ||
         !find_size(s, "Of the allocated memory", &o->allocated) ||
         !size_before(s, " is reserved by PyTorch but unallocated", &o->unallocated))
       goto cut; /* cut short */
     o->reserved = o->allocated + o->unallocated;
+    /* the variable its advice names: PYTORCH_ALLOC_CONF in 2.10's, else
+     * PYTORCH_CUDA_ALLOC_CONF (2.1-2.9, main after 2.10) */
+    o->conf_var = strstr(s, "PYTORCH_ALLOC_CONF=") ? 2 : 1;
     find_size(s, "this process has", &o->process);
     size_before(s, " allowed;", &o->allowed);
     find_size(s, "with ", &o->private_pools);
@@ -160,6 +166,24 @@ int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
       if (find_size(p, " has ", &x)) {
         o->others += x;
         o->nprocs++;
+      }
+    }
+    /* No "this process has": PyTorch did not find its own PID among
+     * NVML's (a container: NVML gives the host's PIDs), so it listed
+     * itself as "Process N".  The one listed process holding at least what
+     * PyTorch reserved is this one (two such: cannot tell). */
+    if (!o->process && o->nprocs) {
+      uint64_t self = 0;
+      int cands = 0;
+      for (p = s; (p = strstr(p, "Process ")) != NULL; p += 8) {
+        uint64_t x;
+        if (find_size(p, " has ", &x) && x >= o->reserved && o->reserved) self = x, cands++;
+      }
+      if (cands == 1) {
+        o->process = self;
+        o->others -= self;
+        o->nprocs--;
+        o->self_listed = 1;
       }
     }
   } else {
@@ -197,7 +221,8 @@ static void demand_fixes(gpuplan__buf *b, int *n) {
 int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom_verdict *v_out,
                         char **text_out) {
   gpuplan__buf b;
-  char A[32], F[32], U[32], P[32], T[32], X[32], N[32], H[32];
+  char A[32], F[32], U[32], P[32], T[32], X[32], N[32], H[32], PS[32];
+  const char *env = o->conf_var == 1 ? "PYTORCH_CUDA_ALLOC_CONF" : "PYTORCH_ALLOC_CONF";
   gpuplan_oom_verdict v;
   int n = 1;
   uint64_t outside = 0, headroom = 0;
@@ -221,6 +246,7 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
    * fragmentation at all: the free memory plus every cached byte. */
   if (o->free + o->unallocated > o->tried) headroom = o->free + o->unallocated - o->tried;
   gpuplan_format_size(headroom, H, sizeof H);
+  gpuplan_format_size(o->process, PS, sizeof PS);
 
   if (o->partial) v = GPUPLAN_OOM_UNKNOWN;
   else if (o->allowed && o->reserved + o->tried > o->allowed && o->free >= o->tried) v = GPUPLAN_OOM_FRACTION;
@@ -288,7 +314,12 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
                               "PyTorch held %s in live tensors and %s cached but unusable for this request",
                           A, T, F, P, U);
     }
-    if (o->process)
+    if (o->process && o->self_listed)
+      gpuplan__buf_printf(&b, "; outside its allocator this process used %s (CUDA context, NCCL, cuBLAS, other "
+                              "libraries; the message lists it as a 'Process N' of %s, at least what PyTorch "
+                              "reserved: in a container NVML gives the host's process IDs, so PyTorch did not "
+                              "know itself)", N, PS);
+    else if (o->process)
       gpuplan__buf_printf(&b, "; outside its allocator this process used %s (CUDA context, NCCL, cuBLAS, other "
                               "libraries)", N);
     else if (outside)
@@ -335,11 +366,16 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
     } else {
       /* PYTORCH_ALLOC_CONF reaches the CUDA allocator from 2.10 (conf.c,
        * gpuplan__reads_pytorch_alloc_conf). */
-      gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF before "
-                              "torch 2.10, the first whose CUDA allocator reads PYTORCH_ALLOC_CONF; segments grow "
-                              "in place; the free tail is reused instead of stranded)\n", n++);
-      gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=max_split_size_mb:<a size just above your common "
-                              "large tensors> so big cached blocks are not carved up by small requests\n", n++);
+      if (o->conf_var)
+        gpuplan__buf_printf(&b, "  %d. %s=expandable_segments:True (the variable this message's release reads; "
+                                "segments grow in place; the free tail is reused instead of stranded)\n",
+                            n++, env);
+      else
+        gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF before "
+                                "torch 2.10, the first whose CUDA allocator reads PYTORCH_ALLOC_CONF; segments "
+                                "grow in place; the free tail is reused instead of stranded)\n", n++);
+      gpuplan__buf_printf(&b, "  %d. %s=max_split_size_mb:<a size just above your common "
+                              "large tensors> so big cached blocks are not carved up by small requests\n", n++, env);
     }
     gpuplan__buf_printf(&b, "  %d. allocate the large, long-lived tensors first (or preallocate buffers) so "
                             "they do not land in the gaps of short-lived ones\n", n++);
@@ -362,7 +398,7 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
                             "would cover the %s, but neither alone does.\n"
                             "Try, in order:\n", F, U, A);
     if (o->format == 1) gpuplan__buf_printf(&b, "  %d. %s\n", n++, UPGRADE_113_20);
-    else gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=expandable_segments:True\n", n++);
+    else gpuplan__buf_printf(&b, "  %d. %s=expandable_segments:True\n", n++, env);
     gpuplan__buf_printf(&b, "  %d. reduce the peak: smaller micro-batch, activation checkpointing "
                             "(gpuplan plan shows which component to cut)\n", n++);
     break;
@@ -409,7 +445,7 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
     if (o->unallocated >= o->tried && o->format == 1)
       gpuplan__buf_printf(&b, "  %d. to use the last %s: %s\n", n++, U, UPGRADE_113_20);
     else if (o->unallocated >= o->tried)
-      gpuplan__buf_printf(&b, "  %d. PYTORCH_ALLOC_CONF=expandable_segments:True, to use the last %s\n", n++, U);
+      gpuplan__buf_printf(&b, "  %d. %s=expandable_segments:True, to use the last %s\n", n++, env, U);
     break;
   }
   if (b.failed) {
