@@ -133,6 +133,9 @@ static void test_releases__keys_by_release(void **state) {
   refused(f->ctx, "per_process_memory_fraction:0.5", GPUPLAN_TORCH_2_X, "per_process_memory_fraction", "torch 2.9",
           "came in 2.10", NULL);
   accepted(f->ctx, "pinned_reserve_segment_size_mb:2048,per_process_memory_fraction:0.5", GPUPLAN_TORCH_V2_10);
+  /* [0, 1], 0 included (val_env >= 0.0, [CFG] @ b944315b; was (0, 1]) */
+  accepted(f->ctx, "per_process_memory_fraction:0", GPUPLAN_TORCH_V2_10);
+  refused(f->ctx, "per_process_memory_fraction:1.5", GPUPLAN_TORCH_V2_10, "must be in [0, 1]", NULL);
   /* large_segment_size_mb: pytorch#172056, after the 2.10 branch; 2.10's
    * refactored parser said "Unrecognized key 'KEY' in CUDA allocator config." */
   refused(f->ctx, "large_segment_size_mb:32", GPUPLAN_TORCH_V2_10, "came in main after 2.10",
@@ -204,6 +207,27 @@ static void test_releases__divisions_parse(void **state) {
   for (i = 11; i < 16; i++) assert_int_equal(c.roundup_divisions[i], 8);
   assert_int_equal(parse(f->ctx, list, GPUPLAN_TORCH_V2_0, &c), GPUPLAN_OK);
   assert_int_equal(c.roundup_divisions[10], 8);
+  /* Review 2026-12-02, hand-run through PyTorch's parsers ([CFG] id
+   * 706613213 for 2.9, [ACF] @ 0ac71663 for 2.10).  A '>' first: it fills
+   * from last_index, 0, and is not the "first value": the key after it
+   * still fills 0..7 (was: 8 8 8 8 8 8 8 8 1 8..., the '>' had cleared it). */
+  assert_int_equal(parse(f->ctx, "roundup_power2_divisions:[>:8,256:1]", GPUPLAN_TORCH_V2_9, &c), GPUPLAN_OK);
+  for (i = 0; i <= 8; i++) assert_int_equal(c.roundup_divisions[i], 1);
+  for (i = 9; i < 16; i++) assert_int_equal(c.roundup_divisions[i], 8);
+  /* 2.10 fills from last_index + 1: with no key before, index 0 (under
+   * 2 MiB) keeps 0, 512-byte rounding (was: all 16 set). */
+  assert_int_equal(parse(f->ctx, "roundup_power2_divisions:[>:8]", GPUPLAN_TORCH_V2_10, &c), GPUPLAN_OK);
+  assert_int_equal(c.roundup_divisions[0], 0);
+  for (i = 1; i < 16; i++) assert_int_equal(c.roundup_divisions[i], 8);
+  assert_int_equal(parse(f->ctx, "roundup_power2_divisions:[>:8]", GPUPLAN_TORCH_V2_9, &c), GPUPLAN_OK);
+  for (i = 0; i < 16; i++) assert_int_equal(c.roundup_divisions[i], 8);
+  /* No cap at 65536 in PyTorch (isPowerOf2_64 only): 2^20 is taken; past
+   * 2^30 (stoi's largest power of two) gpuplan refuses, naming it. */
+  assert_int_equal(parse(f->ctx, "roundup_power2_divisions:[256:1048576]", GPUPLAN_TORCH_V2_9, &c), GPUPLAN_OK);
+  assert_int_equal(c.roundup_divisions[8], 1048576);
+  assert_int_equal(parse(f->ctx, "roundup_power2_divisions:131072", GPUPLAN_TORCH_V2_9, &c), GPUPLAN_OK);
+  refused(f->ctx, "roundup_power2_divisions:[256:2147483648]", GPUPLAN_TORCH_LATEST, "up to 2^30", NULL);
+  refused(f->ctx, "roundup_power2_divisions:2147483648", GPUPLAN_TORCH_LATEST, "up to 2^30", NULL);
 }
 
 /* round_size with a division of 1: up to 2.3 the request is returned as it

@@ -90,11 +90,11 @@ int gpuplan_cachealloc_new(gpuplan_ctx *ctx, const gpuplan_alloc_conf *conf, uin
   *out = NULL;
   if (conf && (conf->version < 1 || conf->version > GPUPLAN_ALLOC_CONF_VERSION ||
                !gpuplan__alloc_conf_release(conf) || conf->max_split_size < 20 * MiB ||
-               !(conf->memory_fraction > 0 && conf->memory_fraction <= 1) ||
+               !(conf->memory_fraction >= 0 && conf->memory_fraction <= 1) ||
                conf->large_segment_size < 2 * MiB))
     return gpuplan__error(ctx, GPUPLAN_EINVAL,
                           "allocator: invalid conf (version, torch release, max_split_size >= 20 MiB, "
-                          "memory_fraction in (0, 1], large_segment_size >= 2 MiB)");
+                          "memory_fraction in [0, 1], large_segment_size >= 2 MiB)");
   if (!device && capacity == 0)
     return gpuplan__error(ctx, GPUPLAN_EINVAL, "allocator: capacity must be positive");
   if (device && (!device->malloc || !device->free || !device->mem_info))

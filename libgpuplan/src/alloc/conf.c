@@ -207,6 +207,12 @@ static int div_err(gpuplan_ctx *ctx, const char *what, const char *tok) {
 }
 
 /* roundup_power2_divisions: "4" or "[256:1,512:2,1024:4,>:8]" (R5). */
+/* The largest division PyTorch reads: 2.0-2.9 read it with stoi (an int:
+ * 2^30 is the largest power of two), 2.10 with toSizeT; gpuplan keeps it in
+ * an unsigned and takes up to 2^30 in every release (was 65536, a cap
+ * PyTorch never had; review 2026-12-02). */
+#define MAX_DIVISIONS (1u << 30)
+
 static const char *parse_divisions(gpuplan_ctx *ctx, const char *p, gpuplan_alloc_conf *c,
                                    int *rc) {
   uint64_t v;
@@ -221,8 +227,9 @@ static const char *parse_divisions(gpuplan_ctx *ctx, const char *p, gpuplan_allo
      * "Keep this for backwards compatibility", [ACF]); 0 turns an
      * interval off only inside the list. */
     const char *e = parse_u64(p, &v);
-    if (!e || !is_pow2(v) || v > 65536) {
-      *rc = conf_err(ctx, "roundup_power2_divisions", "must be a power of two (0, off, only inside the [...] list)", p);
+    if (!e || !is_pow2(v) || v > MAX_DIVISIONS) {
+      *rc = conf_err(ctx, "roundup_power2_divisions",
+                     "must be a power of two up to 2^30 (0, off, only inside the [...] list)", p);
       return NULL;
     }
     for (i = 0; i < 16; i++) c->roundup_divisions[i] = (unsigned)v;
@@ -261,8 +268,8 @@ static const char *parse_divisions(gpuplan_ctx *ctx, const char *p, gpuplan_allo
       }
       tok = skip_ws(p + 1);
       p = parse_u64(tok, &val);
-      if (!p || (val != 0 && !is_pow2(val)) || val > 65536 || (*skip_ws(p) && !strchr(",]", *skip_ws(p)))) {
-        *rc = div_err(ctx, "divisions must be 0 or a power of two up to 65536", tok);
+      if (!p || (val != 0 && !is_pow2(val)) || val > MAX_DIVISIONS || (*skip_ws(p) && !strchr(",]", *skip_ws(p)))) {
+        *rc = div_err(ctx, "divisions must be 0 or a power of two up to 2^30", tok);
         return NULL;
       }
       if (gt) {
@@ -270,17 +277,24 @@ static const char *parse_divisions(gpuplan_ctx *ctx, const char *p, gpuplan_allo
          * parseRoundUpPower2Divisions, used by CUDA from pytorch#165135);
          * up to 2.9 from last_index, overwriting the last explicit key
          * ([CFG] id 706613213, R5). */
-        int from = c->release >= 210 ? last + 1 : (last < 0 ? 0 : last);
+        /* last_index starts at 0 in both ([CFG], [ACF]): a '>' before any
+         * key fills from 0 up to 2.9 and from 1 in 2.10 (review
+         * 2026-12-02: was from 0) */
+        int li = last < 0 ? 0 : last;
+        int from = c->release >= 210 ? li + 1 : li;
         for (i = from; i < 16; i++) c->roundup_divisions[i] = (unsigned)val;
       } else {
         idx = ilog2(key);
         if (idx > 15) idx = 15;
+        /* the first explicit key fills the intervals below it; a '>'
+         * before it does not count as first (first_value is cleared in
+         * the key's branch only, [CFG] and [ACF]; review 2026-12-02) */
         if (first)
           for (i = 0; i < idx; i++) c->roundup_divisions[i] = (unsigned)val;
+        first = 0;
         c->roundup_divisions[idx] = (unsigned)val;
         last = idx;
       }
-      first = 0;
       p = skip_ws(p);
       if (*p == ',') {
         p++;
@@ -488,8 +502,10 @@ int gpuplan_alloc_conf_parse(gpuplan_ctx *ctx, const char *s, gpuplan_torch_vers
         out->large_segment_size = mb << 20;
       } else if (KEY("per_process_memory_fraction")) {
         double t;
-        if (!parse_real(val, vlen, &t) || !(t > 0 && t <= 1))
-          return conf_err(ctx, "per_process_memory_fraction", "must be in (0, 1]", val);
+        /* val_env >= 0.0 && val_env <= 1.0 ([CFG]
+         * @ b944315b93d3 parsePerProcessMemoryFraction): 0 lets nothing be cudaMalloc'ed */
+        if (!parse_real(val, vlen, &t) || !(t >= 0 && t <= 1))
+          return conf_err(ctx, "per_process_memory_fraction", "must be in [0, 1]", val);
         out->memory_fraction = t;
       } else if (KEY("backend")) {
         if (!(vlen == 6 && strncmp(val, "native", 6) == 0))
