@@ -39,6 +39,9 @@ check "env new name first" 0 '"alloc_conf": "max_split_size_mb:64"' -- env PYTOR
 check "flag beats env" 0 '"alloc_conf_source": "option"' -- env PYTORCH_ALLOC_CONF=garbage "$gp" $sim --alloc-conf expandable_segments:True --json
 check "flag= beats env" 0 '"alloc_conf": "max_split_size_mb:64"' -- env PYTORCH_CUDA_ALLOC_CONF=garbage "$gp" $sim --alloc-conf=max_split_size_mb:64 --json
 check "empty env is unset" 0 '"alloc_conf_source": "defaults"' -- env PYTORCH_ALLOC_CONF= "$gp" $sim --json
+# review 2026-12-02: spaces only were taken for settings (a what-if of ' ')
+check "blank env is unset" 0 '"alloc_conf_source": "defaults"' -- env "PYTORCH_ALLOC_CONF=  " "$gp" $sim --json
+check "blank old env is unset" 0 '"alloc_conf_source": "defaults"' -- env "PYTORCH_CUDA_ALLOC_CONF= " "$gp" $sim --torch 2.4 --json
 check "env garbage refused" 2 "alloc_conf (from PYTORCH_CUDA_ALLOC_CONF): alloc conf: expected key:value" -- env PYTORCH_CUDA_ALLOC_CONF=garbage "$gp" $sim
 
 # Keys and values by release, errors naming the key and the release

@@ -312,6 +312,40 @@ def test_bad_snapshot_names_the_problem(tmp_path):
     (lambda d: d.setdefault("allocator_settings", {}).update(max_split_size=2**63),
      "max_split_size is neither -1 (unlimited) nor a size in bytes (-9223372036854775808 as a signed 64-bit "
      "integer, 9223372036854775808 unsigned)"),
+    # review 2026-12-02: 'bogus' was counted allocated and 7 free; a live
+    # block asked for more than its size; a 20 MiB small segment; a block's
+    # field error without its segment; segments reserving more than int64
+    (lambda d: d["segments"][1]["blocks"][0].update(state="bogus"),
+     "segment 1 block 0: field 'state' is not 'active_allocated', 'active_pending_free' or 'inactive'"),
+    (lambda d: d["segments"][1]["blocks"][0].update(state=7),
+     "segment 1 block 0: field 'state' is not 'active_allocated', 'active_pending_free' or 'inactive'"),
+    (lambda d: d["segments"][1]["blocks"][0].update(requested_size=6 << 20),
+     "segment 1 block 0: requested_size 6291456 of a live block is more than its size 5242880"),
+    (lambda d: d["segments"][0].update(segment_type="small"),
+     "segment 0: a 'small' segment_type of 20971520 bytes: the small pool's segments are 2 MiB"),
+    (lambda d: d["segments"][1]["blocks"][1].update(size="x"),
+     "segment 1 block 1: field 'size' is missing or not a non-negative integer"),
+    (lambda d: d.update(segments=[
+        {"address": a, "total_size": n, "stream": 0, "segment_type": "large",
+         "blocks": [{"size": n, "requested_size": n, "state": "active_allocated"}]}
+        for a, n in ((0, 2**63 - 2), (2**63 - 2, 2**63 - 1))], device_traces=[[]]),
+     "segment 1: the segments' total_size add up to more than 2^63 - 1 bytes"),
+    # allocator settings of a type torch never writes (were ignored)
+    (lambda d: d.update(allocator_settings=5), "allocator_settings is not a dict"),
+    (lambda d: d["allocator_settings"].update(garbage_collection_threshold=1),
+     "allocator_settings.garbage_collection_threshold is 1; it lies in [0, 1)"),
+    (lambda d: d["allocator_settings"].update(garbage_collection_threshold="0.5"),
+     "allocator_settings.garbage_collection_threshold is not a number"),
+    (lambda d: d["allocator_settings"].update(expandable_segments="yes"),
+     "allocator_settings.expandable_segments is not a bool"),
+    (lambda d: d["allocator_settings"].update(PYTORCH_CUDA_ALLOC_CONF=5),
+     "allocator_settings.PYTORCH_CUDA_ALLOC_CONF is not a str"),
+    (lambda d: d["allocator_settings"].update(roundup_power2_divisions={"-5": 4}),
+     "roundup_power2_divisions: key '-5' is not a power-of-two size in MB"),
+    (lambda d: d["allocator_settings"].update(roundup_power2_divisions={"99999999999999999999": 4}),
+     "roundup_power2_divisions: key '99999999999999999999' is not a power-of-two size in MB"),
+    (lambda d: d["allocator_settings"].update(roundup_power2_divisions={"256": 3}),
+     "roundup_power2_divisions['256'] is not 0 or a power of two up to 2^30"),
 ])
 def test_bad_snapshot_fields_are_named(tmp_path, change, needle):
     import pickle

@@ -80,3 +80,20 @@ def test_fraction_of_a_card_the_file_does_not_record(tmp_path, conf):
     under = gpuplan.replay(path, gpu="t4")
     assert under.peak_reserved_bytes == sim.peak_reserved_bytes
     assert under.num_alloc_retries == sim.num_alloc_retries and under.num_ooms == sim.num_ooms == 0
+
+
+def test_recorded_text_is_checked_against_the_release(tmp_path):
+    """Review 2026-12-02 #3: a recorded key the asked release does not take
+    (large_segment_size_mb came after 2.10) was modelled under --torch 1.13
+    without a word, while --alloc-conf refuses it there: the replay says no
+    run of that release wrote the file; under the release that has the key,
+    nothing is said."""
+    path = str(tmp_path / "run.pickle")
+    with gpuplan.Catalog() as cat:
+        cat.simulate("gpt2", "t4", micro_batch=4, steps=1, alloc_conf="large_segment_size_mb:64", snapshot=path)
+    old = gpuplan.replay(path, torch="1.13")
+    assert any("'large_segment_size_mb:64' is not what torch 1.13 takes" in w and "no run of that release" in w
+               for w in old.warnings), old.warnings
+    assert not any("is not what torch" in w for w in gpuplan.replay(path).warnings)
+    with pytest.raises(gpuplan.InvalidError, match="large_segment_size_mb is not an option of torch 1.13"):
+        gpuplan.replay(path, torch="1.13", alloc_conf="large_segment_size_mb:64")

@@ -142,6 +142,27 @@ static void test_replay__altered_files_diverge_where_altered(void **state) {
   expect_divergence("segment-free-over-live.pickle", 0, "segment_free at 0x7f0000000000 overlaps a live segment");
 }
 
+/* Review 2026-12-02: "Tot Alloc" passes 2^63 - 1 after 16 allocations of
+ * 2^59 bytes; PyTorch's int64 counters wrap, the model's did by C's
+ * undefined signed overflow (UBSan stopped the replay).  Exact, and the
+ * peak is one allocation (17 x 2^59 = 2^63 + 2^59: wrapped to -2^63 + 2^59). */
+static void test_replay__counters_past_int64_wrap(void **state) {
+  gpuplan_ctx *ctx;
+  gpuplan_snapshot *s;
+  gpuplan_replay_result r;
+  char path[1024];
+  (void)state;
+  assert_int_equal(gpuplan_ctx_new(&ctx, NULL), GPUPLAN_OK);
+  data_path(path, sizeof path, "exabyte-churn.pickle");
+  assert_int_equal(gpuplan_snapshot_load(ctx, path, 0, &s), GPUPLAN_OK);
+  assert_int_equal(gpuplan_snapshot_replay(ctx, s, NULL, &r), GPUPLAN_OK);
+  assert_true(r.exact);
+  assert_int_equal(r.allocs, 17);
+  assert_true(r.peak_allocated == 1ull << 59);
+  gpuplan_snapshot_free(s);
+  gpuplan_ctx_free(ctx);
+}
+
 static void test_replay__recorded_oom_reproduces_pytorch_text(void **state) {
   counting c;
   gpuplan_ctx *ctx;
@@ -1312,6 +1333,7 @@ int main(void) {
     cmocka_unit_test(test_replay__s18_profile_grad_layout),
     cmocka_unit_test(test_replay__altered_files_diverge_where_altered),
     cmocka_unit_test(test_replay__recorded_oom_reproduces_pytorch_text),
+    cmocka_unit_test(test_replay__counters_past_int64_wrap),
     cmocka_unit_test(test_replay__bad_files),
     cmocka_unit_test(test_replay__al1_trace_starting_with_free_completed),
     cmocka_unit_test(test_replay__al1_unsplit_remainder_inferred),

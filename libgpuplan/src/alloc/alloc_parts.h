@@ -134,11 +134,15 @@ int gpuplan__summary_v113(unsigned release);
 
 /* --- pool.c ---------------------------------------------------------------- */
 
-/* Stat::increase / decrease, for all and for the block's pool. */
+/* Stat::increase / decrease, for all and for the block's pool.  PyTorch's
+ * counters are int64_t; past 2^63 - 1 (a trace of many exabyte-scale
+ * allocations) they wrap as its two's complement arithmetic does, here
+ * without C's undefined signed overflow (review 2026-12-02, UBSan). */
+static inline int64_t gpuplan__wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 static inline void gpuplan__stat_add(gpuplan_stat *s, int64_t d) {
-  s->current += d;
-  if (d > 0) s->allocated += d;
-  else s->freed -= d;
+  s->current = gpuplan__wrap_add(s->current, d);
+  if (d > 0) s->allocated = gpuplan__wrap_add(s->allocated, d);
+  else s->freed = gpuplan__wrap_add(s->freed, (int64_t)(0 - (uint64_t)d));
   if (s->current > s->peak) s->peak = s->current;
 }
 

@@ -91,8 +91,10 @@ int gpuplan__alloc_conf_source(gpuplan_job *j, unsigned release, const char **co
   const char *env_old = gpuplan__job_str(j, TOPT(T_ENV_CUDA_ALLOC_CONF), NULL);
   char rel[24];
   if (warn && warn_cap) warn[0] = '\0';
-  if (env && !*env) env = NULL; /* an empty variable is an unset one, as PyTorch reads it */
-  if (env_old && !*env_old) env_old = NULL;
+  /* an empty variable is an unset one, as PyTorch reads it; so is one of
+   * spaces only (its lexer drops spaces: no token, no setting) */
+  if (env && !env[strspn(env, " ")]) env = NULL;
+  if (env_old && !env_old[strspn(env_old, " ")]) env_old = NULL;
   gpuplan__torch_release_name(release, rel, sizeof rel);
   if (opt) {
     *conf = opt;

@@ -34,7 +34,7 @@ static const gpuplan_option_info opts[] = {
    "torch.cuda.memory_summary() of the allocator at the end of the replay or simulation", C_REPLAY | C_SIMULATE,
    0, "report"},
   {"abbreviated", "abbreviated", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "false",
-   "memory_summary(abbreviated=True): no large/small pool rows", C_REPLAY | C_SIMULATE, 0, "report"},
+   "memory_summary(abbreviated=True): no large/small pool rows (implies summary)", C_REPLAY | C_SIMULATE, 0, "report"},
   {"memory_stats", "memory-stats", GPUPLAN_OPT_BOOL, "", 0, 1, NULL, "false",
    "torch.cuda.memory_stats() of the allocator at the end of the replay or simulation, with the keys of the torch "
    "release (memory_stats.*)", C_REPLAY | C_SIMULATE, 0, "report"},

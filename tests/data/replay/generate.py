@@ -336,3 +336,13 @@ write("decode-small.pickle", {
                               _fresh("device"): 0, _fresh("time_us"): 1748474880840249},
                              {_a2[0]: _a2[1], _a2[2]: _a2[3], _a2[4]: 0, _fresh("time_us"): 1748474887587282}],
     "strs_again": [_a2[3], _a2[0], _a2[1], _a2[4], _a2[2]]})
+
+# Review 2026-12-02: PyTorch's counters are int64 and its cumulative ones
+# ("Tot Alloc") pass 2^63 - 1 after 16 allocations of 2^59 bytes (512 PiB,
+# under the 1 EB request limit): the model's counters wrap as PyTorch's
+# two's complement ones do, where C's signed overflow was undefined (UBSan).
+_eb = 1 << 59
+write("exabyte-churn.pickle", {
+    "segments": [seg(S0, [(_eb, _eb, False)])],
+    "device_traces": [[e for _ in range(17) for e in [ev("alloc", S0, _eb)] + free(S0, _eb)]],
+    "allocator_settings": SETTINGS})
