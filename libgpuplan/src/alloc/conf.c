@@ -61,6 +61,62 @@ void gpuplan__torch_release_name(unsigned r, char *buf, size_t cap) {
  * PYTORCH_CUDA_ALLOC_CONF existed ([HDR] instance()). */
 int gpuplan__reads_pytorch_alloc_conf(unsigned release) { return release >= 210; }
 
+/* 2.10 reads the two variables per key: the generic keys through
+ * AcceleratorAllocatorConfig (PYTORCH_ALLOC_CONF first, [ACF]), the CUDA
+ * allocator's own through CUDAAllocatorConfig::instance(), which reads
+ * PYTORCH_CUDA_ALLOC_CONF first and PYTORCH_ALLOC_CONF only when it is
+ * unset ("keep the parsing order and logic stable", the refactored
+ * c10/cuda/CUDAAllocatorConfig.h with per_process_memory_fraction, index
+ * id 695804354); each parser skips the other's keys.  Its getKeys(): */
+static const char *const cuda_keys[] = {"backend", "release_lock_on_cudamalloc", "pinned_use_cuda_host_register",
+                                        "release_lock_on_hipmalloc", "pinned_use_hip_host_register",
+                                        "graph_capture_record_stream_reuse", "pinned_reserve_segment_size_mb",
+                                        "pinned_num_register_threads", "per_process_memory_fraction"};
+
+static int is_cuda_key(const char *k, size_t n) {
+  size_t i;
+  for (i = 0; i < sizeof cuda_keys / sizeof *cuda_keys; i++)
+    if (strlen(cuda_keys[i]) == n && memcmp(cuda_keys[i], k, n) == 0) return 1;
+  return 0;
+}
+
+/* Append to out (cap) the pairs of text whose key is (cuda 1) or is not
+ * (cuda 0) one of CUDAAllocatorConfig's; pairs end at a ',' outside
+ * [...].  Returns the length written, or SIZE_MAX when cap is short. */
+static size_t pick_pairs(const char *text, int cuda, char *out, size_t at, size_t cap) {
+  const char *p = text;
+  while (*p) {
+    const char *b = p, *k, *ke;
+    int depth = 0;
+    while (*p && (depth || *p != ',')) {
+      if (*p == '[') depth++;
+      else if (*p == ']' && depth) depth--;
+      p++;
+    }
+    for (k = b; k < p && *k == ' '; k++) continue;
+    for (ke = k; ke < p && *ke != ':' && *ke != ' '; ke++) continue;
+    if (ke > k && is_cuda_key(k, (size_t)(ke - k)) == cuda) {
+      size_t n = (size_t)(p - b);
+      if (at + (at ? 1 : 0) + n + 1 > cap) return SIZE_MAX;
+      if (at) out[at++] = ',';
+      memcpy(out + at, b, n);
+      at += n;
+      out[at] = '\0';
+    }
+    if (*p == ',') p++;
+  }
+  return at;
+}
+
+size_t gpuplan__alloc_conf_split_210(const char *generic_from, const char *cuda_from, char *out, size_t cap) {
+  size_t at;
+  if (!cap) return SIZE_MAX;
+  out[0] = '\0';
+  at = pick_pairs(generic_from, 0, out, 0, cap);
+  if (at == SIZE_MAX) return SIZE_MAX;
+  return pick_pairs(cuda_from, 1, out, at, cap);
+}
+
 /* The OOM text.  <= 2.0: "(GPU 0; ... total capacity; ...)" ([113], id
  * 171536164); 2.2-2.9: "GPU 0 has a total capacity of ..." with
  * PYTORCH_CUDA_ALLOC_CONF and the pytorch.org #environment-variables link

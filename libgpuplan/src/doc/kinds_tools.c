@@ -24,7 +24,8 @@ static const gpuplan_result_field replay_fields[] = {
   {"rules", S, "", "the releases that share those rules"},
   {"alloc_conf", S, "", "the allocator settings replayed (null: PyTorch's defaults)"},
   {"alloc_conf_source", S, "",
-   "where they came from: option, PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF (the environment), "
+   "where they came from: option, PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF (the environment; 2.10 with both "
+   "set: 'PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF', the CUDA allocator's own keys from the second), "
    "snapshot (the file's allocator_settings) or defaults (the file records none)"},
   {"gpu", S, "", "the catalog GPU the capacity was taken from, or null"},
   {"capacity_bytes", I, "B", "what-if: device memory PyTorch could use; null: unlimited"},

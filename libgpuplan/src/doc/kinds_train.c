@@ -300,7 +300,8 @@ static const gpuplan_result_field simulate_fields[] = {
   {"steps_requested", I, "steps", "steps asked for"},
   {"alloc_conf", S, "", "the allocator settings applied, as PYTORCH_ALLOC_CONF takes them (empty: PyTorch's defaults)"},
   {"alloc_conf_source", S, "",
-   "where they came from: option, PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF (env_alloc_conf, env_cuda_alloc_conf), or defaults "
+   "where they came from: option, PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF (env_alloc_conf, env_cuda_alloc_conf; 2.10 "
+   "with both set: 'PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF', the CUDA allocator's own keys from the second), or defaults "
    "(none given, or PYTORCH_ALLOC_CONF under a release that did not read it)"},
   {"torch", S, "", "the PyTorch release whose rules were followed (the torch option)"},
   {"rules", S, "", "the release those rules are (2.x: 2.9's; latest: main after 2.10)"},

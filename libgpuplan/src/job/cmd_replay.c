@@ -101,7 +101,22 @@ int gpuplan__alloc_conf_source(gpuplan_job *j, unsigned release, const char **co
     *from = "option";
     return GPUPLAN_OK;
   }
-  if (gpuplan__reads_pytorch_alloc_conf(release)) {
+  if (gpuplan__reads_pytorch_alloc_conf(release) && env && env_old) {
+    /* 2.10+ with both set: the generic keys from PYTORCH_ALLOC_CONF, the
+     * CUDA allocator's own (per_process_memory_fraction, backend...) from
+     * PYTORCH_CUDA_ALLOC_CONF (conf.c; review 2026-12-02: the fraction of
+     * PYTORCH_CUDA_ALLOC_CONF was dropped) */
+    size_t cap = strlen(env) + strlen(env_old) + 2, n, generic;
+    char *both = gpuplan__arena_alloc(&j->arena, cap);
+    if (!both) return gpuplan__nomem(j->ctx);
+    generic = gpuplan__alloc_conf_split_210(env, "", both, cap);
+    n = gpuplan__alloc_conf_split_210(env, env_old, both, cap);
+    if (n == SIZE_MAX || generic == SIZE_MAX)
+      return gpuplan__error(j->ctx, GPUPLAN_ERROR, "alloc conf: the two variables' keys miscounted");
+    *conf = n ? both : NULL;
+    *from = !n ? "defaults" : n == generic ? names[0] : !generic ? names[1]
+                                                    : "PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF";
+  } else if (gpuplan__reads_pytorch_alloc_conf(release)) {
     /* 2.10+: c10/core/AllocatorConfig.cpp reads PYTORCH_ALLOC_CONF first,
      * then the deprecated PYTORCH_CUDA_ALLOC_CONF */
     *conf = env ? env : env_old;
