@@ -293,7 +293,9 @@ int cli_pass_alloc_env(cli *c, const char *cmd) {
   int k, rc;
   for (k = 0; k < 2; k++) {
     const char *v = getenv(vars[k]);
-    if (v && *v && (rc = gpuplan_job_set(c->job, opts[k], v))) return cli_job_fail(c, cmd, rc);
+    /* set, even empty: 2.10 falls back to the other variable only when
+     * PYTORCH_ALLOC_CONF is unset (the library reads an empty text as none) */
+    if (v && (rc = gpuplan_job_set(c->job, opts[k], v))) return cli_job_fail(c, cmd, rc);
   }
   return 0;
 }

@@ -89,7 +89,7 @@ static int render_replay(cli *c, gpuplan_doc *doc) {
       printf("what-if: alloc conf '%s'", term_safe(dstr(r, "alloc_conf"), why, sizeof why));
     /* (PYTORCH_CUDA_ALLOC_CONF is the deprecated name only from 2.10, the
      * first release that reads PYTORCH_ALLOC_CONF: no more said here) */
-    if (strcmp(from, "PYTORCH_ALLOC_CONF") == 0 || strcmp(from, "PYTORCH_CUDA_ALLOC_CONF") == 0)
+    if (strncmp(from, "PYTORCH_", 8) == 0) /* (one variable, or 2.10's two) */
       printf(" (from %s)", from);
     if (disnull(r, "capacity_bytes")) printf(", unlimited device memory\n");
     else printf(", %.2f GiB usable on the device\n", dnum(r, "capacity_bytes") / 1073741824.0);

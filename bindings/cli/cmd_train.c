@@ -347,10 +347,10 @@ static int render_simulate(cli *c, gpuplan_doc *doc) {
   size_t i;
   (void)c;
   header(r);
-  printf("\nsimulated on the caching-allocator model (torch %s rules, alloc conf '%s'%s, %s), %.2f GiB for PyTorch:\n",
+  printf("\nsimulated on the caching-allocator model (torch %s rules, alloc conf '%s'%s%s, %s), %.2f GiB for PyTorch:\n",
          dstr(r, "rules"), term_safe(dstr(r, "alloc_conf"), why, sizeof why),
-         strcmp(from, "PYTORCH_ALLOC_CONF") == 0 ? " from PYTORCH_ALLOC_CONF"
-         : strcmp(from, "PYTORCH_CUDA_ALLOC_CONF") == 0 ? " from PYTORCH_CUDA_ALLOC_CONF" : "",
+         strncmp(from, "PYTORCH_", 8) == 0 ? " from " : "", /* (one variable, or 2.10's two) */
+         strncmp(from, "PYTORCH_", 8) == 0 ? from : "",
          dbool(r, "set_to_none") ? "zero_grad(set_to_none=True)" : "gradients kept", gib(dnum(r, "capacity_bytes")));
   for (i = 0; i < gpuplan_value_count(w); i++)
     printf("warning: %s\n", term_safe(gpuplan_value_string(gpuplan_value_at(w, i), NULL), why, sizeof why));

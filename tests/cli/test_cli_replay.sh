@@ -40,7 +40,7 @@ check "summary of a ring buffer" 0 "Tot Alloc and Tot Freed count from the rebui
 s8="$data/s8-recorded-oom.pickle"
 check "env new name" 0 "what-if: alloc conf 'expandable_segments:True' (from PYTORCH_ALLOC_CONF)" -- env PYTORCH_ALLOC_CONF=expandable_segments:True "$gp" replay "$s8" --capacity 100
 check "env old name" 0 "(from PYTORCH_CUDA_ALLOC_CONF)," -- env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$gp" replay "$s8" --capacity 100
-check "env new name first" 0 '"alloc_conf_source": "PYTORCH_ALLOC_CONF"' -- env PYTORCH_ALLOC_CONF=expandable_segments:True PYTORCH_CUDA_ALLOC_CONF=garbage "$gp" replay "$s8" --capacity 100 --json
+check "env new name first" 0 '"alloc_conf_source": "PYTORCH_ALLOC_CONF"' -- env PYTORCH_ALLOC_CONF=expandable_segments:True PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:64 "$gp" replay "$s8" --capacity 100 --json
 check "env garbage refused" 2 "alloc_conf (from PYTORCH_ALLOC_CONF): alloc conf: expected key:value" -- env PYTORCH_ALLOC_CONF=garbage "$gp" replay "$s8"
 check "flag beats env" 0 '"alloc_conf_source": "option"' -- env PYTORCH_ALLOC_CONF=garbage "$gp" replay "$s8" --alloc-conf expandable_segments:True --json
 check "flag= beats env" 0 '"alloc_conf": "max_split_size_mb:20"' -- env PYTORCH_ALLOC_CONF=garbage "$gp" replay "$s8" --alloc-conf=max_split_size_mb:20 --json

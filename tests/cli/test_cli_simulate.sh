@@ -35,13 +35,21 @@ check "env new name 2.10" 0 '"alloc_conf_source": "PYTORCH_ALLOC_CONF"' -- env P
 check "env new name ignored by 2.9" 0 "warning: torch 2.9's CUDA allocator does not read PYTORCH_ALLOC_CONF" -- env PYTORCH_ALLOC_CONF=expandable_segments:True "$gp" $sim --torch 2.9
 check "env new name ignored: defaults" 0 '"alloc_conf_source": "defaults"' -- env PYTORCH_ALLOC_CONF=expandable_segments:True "$gp" $sim --torch 2.x --json
 check "env old name" 0 "from PYTORCH_CUDA_ALLOC_CONF" -- env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$gp" $sim --torch 2.1
-check "env new name first" 0 '"alloc_conf": "max_split_size_mb:64"' -- env PYTORCH_ALLOC_CONF=max_split_size_mb:64 PYTORCH_CUDA_ALLOC_CONF=garbage "$gp" $sim --json
+check "env new name first" 0 '"alloc_conf": "max_split_size_mb:64"' -- env PYTORCH_ALLOC_CONF=max_split_size_mb:64 PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128 "$gp" $sim --json
+check "env old name's generic key unread" 0 "'max_split_size_mb:128' was not read" -- env PYTORCH_ALLOC_CONF=max_split_size_mb:64 PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128 "$gp" $sim --json
+# 2.10's CUDA config reads PYTORCH_CUDA_ALLOC_CONF and refuses a key no config knows
+check "2.10 unknown key of the old name" 2 "Unrecognized key 'garbage' in CUDA allocator config." -- env PYTORCH_ALLOC_CONF=max_split_size_mb:64 PYTORCH_CUDA_ALLOC_CONF=garbage "$gp" $sim
+# ... while the generic config skips the new name's unknown keys (said, not fatal)
+check "2.10 unknown key of the new name skipped" 0 "'x:1' was not read" -- env PYTORCH_ALLOC_CONF=x:1 PYTORCH_CUDA_ALLOC_CONF=per_process_memory_fraction:0.5 "$gp" $sim --torch 2.10 --json
+# set but empty: the generic keys do not fall back to the old name
+check "2.10 empty new name is set" 0 '"alloc_conf_source": "defaults"' -- env PYTORCH_ALLOC_CONF= PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$gp" $sim --torch 2.10 --json
+check "2.9 empty new name is nothing" 0 '"alloc_conf_source": "PYTORCH_CUDA_ALLOC_CONF"' -- env PYTORCH_ALLOC_CONF= PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$gp" $sim --torch 2.9 --json
 # review 2026-12-02: 2.10 takes the CUDA allocator's own keys from
 # PYTORCH_CUDA_ALLOC_CONF first (CUDAAllocatorConfig::instance()), the
 # generic ones from PYTORCH_ALLOC_CONF first (the fraction was dropped)
-check "2.10 splits the keys" 0 '"alloc_conf": "expandable_segments:True,per_process_memory_fraction:0.5"' -- env PYTORCH_ALLOC_CONF=expandable_segments:True PYTORCH_CUDA_ALLOC_CONF=per_process_memory_fraction:0.5,max_split_size_mb:64 "$gp" $sim --torch 2.10 --json
+check "2.10 splits the keys" 0 '"alloc_conf": "per_process_memory_fraction:0.5,expandable_segments:True"' -- env PYTORCH_ALLOC_CONF=expandable_segments:True PYTORCH_CUDA_ALLOC_CONF=per_process_memory_fraction:0.5,max_split_size_mb:64 "$gp" $sim --torch 2.10 --json
 check "2.10 splits: both named" 0 '"alloc_conf_source": "PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF"' -- env PYTORCH_ALLOC_CONF=expandable_segments:True PYTORCH_CUDA_ALLOC_CONF=per_process_memory_fraction:0.5 "$gp" $sim --torch 2.10 --json
-check "2.10 split: the CUDA key in the new name yields" 0 '"alloc_conf": "max_split_size_mb:64,per_process_memory_fraction:0.5"' -- env PYTORCH_ALLOC_CONF=max_split_size_mb:64,per_process_memory_fraction:0.9 PYTORCH_CUDA_ALLOC_CONF=per_process_memory_fraction:0.5 "$gp" $sim --torch 2.10 --json
+check "2.10 split: the CUDA key in the new name yields" 0 '"alloc_conf": "per_process_memory_fraction:0.5,max_split_size_mb:64"' -- env PYTORCH_ALLOC_CONF=max_split_size_mb:64,per_process_memory_fraction:0.9 PYTORCH_CUDA_ALLOC_CONF=per_process_memory_fraction:0.5 "$gp" $sim --torch 2.10 --json
 check "flag beats env" 0 '"alloc_conf_source": "option"' -- env PYTORCH_ALLOC_CONF=garbage "$gp" $sim --alloc-conf expandable_segments:True --json
 check "flag= beats env" 0 '"alloc_conf": "max_split_size_mb:64"' -- env PYTORCH_CUDA_ALLOC_CONF=garbage "$gp" $sim --alloc-conf=max_split_size_mb:64 --json
 check "empty env is unset" 0 '"alloc_conf_source": "defaults"' -- env PYTORCH_ALLOC_CONF= "$gp" $sim --json

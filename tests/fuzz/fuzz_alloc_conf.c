@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint64_t p[8];
     size_t i, n = 0;
     if (conf.max_split_size < (20u << 20)) abort();
-    if (!(conf.memory_fraction > 0 && conf.memory_fraction <= 1)) abort();
+    if (!(conf.memory_fraction >= 0 && conf.memory_fraction <= 1)) abort(); /* 0: PyTorch takes it */
     if (!(conf.garbage_collection_threshold >= 0 && conf.garbage_collection_threshold < 1)) abort();
     for (k = 0; k < 16; k++)
       if (!pow2_or_zero(conf.roundup_divisions[k])) abort();

@@ -157,6 +157,7 @@ def test_replay_capacity_forms():
     cat = gpuplan.Catalog()
     assert cat.replay(f, capacity=18700 * 2**20).capacity_bytes == want.capacity_bytes
     assert cat.replay(open(f, "rb").read(), capacity=18700 * 2**20).capacity_bytes == want.capacity_bytes
+    assert cat.replay_bytes(open(f, "rb").read(), capacity=18700 * 2**20).capacity_bytes == want.capacity_bytes
     assert cat.run("replay", file=f, capacity=18700).capacity_bytes == want.capacity_bytes
     for bad in (0, -1, 1.9, float("nan"), float("inf"), 100, 2**20 - 1):
         with pytest.raises(gpuplan.InvalidError, match="capacity"):

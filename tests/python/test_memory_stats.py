@@ -206,3 +206,17 @@ def test_cli_equals_python():
                           env=env).stdout
     assert "memory_stats() at the end of the replay:" in text
     assert re.search(r"^  allocated_bytes\.all\.peak +4436169216$", text, re.M), text
+
+
+def test_counters_wrap_as_pytorchs_int64():
+    """Review 2026-12-02: 17 allocations of 2^59 bytes put "Tot Alloc" at
+    2^63 + 2^59, past int64; PyTorch's counters (int64_t) wrap in two's
+    complement, so the dict says -2^63 + 2^59, as a real run's would (the
+    model's had been C signed overflow, undefined: UBSan stopped it)."""
+    f = os.path.join(os.path.dirname(__file__), "..", "data", "replay", "exabyte-churn.pickle")
+    r = gpuplan.replay(f, memory_stats=True)
+    assert r.exact
+    s = r["memory_stats"]
+    assert s["allocated_bytes.all.allocated"] == 17 * 2**59 - 2**64 == -8646911284551352320
+    assert s["allocated_bytes.all.freed"] == s["allocated_bytes.all.allocated"]
+    assert s["allocated_bytes.all.peak"] == 2**59 and s["allocated_bytes.all.current"] == 0

@@ -325,6 +325,20 @@ static void test_jobtools__explain_oom(void **state) {
   assert_string_equal(sval(d, "verdict"), "mixed");
   assert_non_null(strstr(sval(d, "explanation"), "1. PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"));
   gpuplan_doc_free(d);
+  /* One process far above PyTorch's reservation (60 GiB against 11 GiB: 49
+   * GiB is no CUDA context) is another job, not this one. */
+  assert_int_equal(gpuplan_job_set(job, "message",
+                                   "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+                                   "79.25 GiB of which 1.00 GiB is free. Process 12 has 60.00 GiB memory in use. Of "
+                                   "the allocated memory 10.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved "
+                                   "by PyTorch but unallocated."),
+                   GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  assert_false(bval(d, "process_listed"));
+  assert_int_equal(ival(d, "other_processes"), 1);
+  assert_string_equal(sval(d, "verdict"), "other-process");
+  assert_true(isnull(d, "conf_variable")); /* cut before its advice: which release is not said */
+  gpuplan_doc_free(d);
   /* Two processes each above PyTorch's reservation: which is this one cannot
    * be told, both stay others. */
   assert_int_equal(gpuplan_job_set(job, "message",

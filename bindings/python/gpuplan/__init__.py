@@ -199,12 +199,19 @@ class Catalog(_Catalog):
         ``gpu``, ``device``, ``timeline``, ``summary``, ``memory_stats`` (torch.cuda.memory_stats()'s
         keys and values at the end), ``torch``."""
         if options.get("capacity") is not None:
-            # one reading for both replays (an int was MiB here and bytes in
+            # one reading for every replay (an int was MiB here and bytes in
             # gpuplan.replay: capacity=18700 * 2**20 made an 18 TiB card)
             options["capacity"] = _capacity_bytes(options["capacity"])
         if isinstance(path, (bytes, bytearray, memoryview)):
-            return self.replay_bytes(bytes(path), **options)
+            return _Catalog.replay_bytes(self, bytes(path), **options)
         return self.run("replay", file=_os.fspath(path), **options)
+
+    def replay_bytes(self, data, **options):
+        """Replay a snapshot held in memory (Dask workers, uploads); options as
+        ``replay``'s, ``capacity`` read the same way (an int is bytes)."""
+        if options.get("capacity") is not None:
+            options["capacity"] = _capacity_bytes(options["capacity"])
+        return _Catalog.replay_bytes(self, data, **options)
 
     # planners: plan, perf, search, simulate and run come from the C type
     def fits(self, model, gpu=None, **options):

@@ -305,12 +305,14 @@ typedef struct gpuplan_oom_info {
   int cuda_error;           /**< "CUDA error: out of memory": the CUDA runtime, not the caching allocator */
   int messages;             /**< out-of-memory messages in the text (a multi-rank log); the first is read */
   int rank;                 /**< the rank the first came from ("[rank3]:"), or -1 */
-  int self_listed;          /**< no "this process has": the one "Process N has X" of at least PyTorch's
-                                 reserved bytes is taken for this process (a container, where NVML gives
-                                 the host's PIDs) and counted in process, not others  @since 0.2.0 */
+  int self_listed;          /**< no "this process has": the one "Process N has X" of PyTorch's reserved
+                                 bytes plus at most 4 GiB is taken for this process (a container, where
+                                 NVML gives the host's PIDs) and counted in process, not others
+                                 @since 0.2.0 */
   int conf_var;             /**< the variable the message's release reads, which the advice names:
-                                 1 PYTORCH_CUDA_ALLOC_CONF (<= 2.9, main), 2 PYTORCH_ALLOC_CONF (2.10's
-                                 text names it), 0 unknown (a cut message)  @since 0.2.0 */
+                                 1 PYTORCH_CUDA_ALLOC_CONF (<= 2.9, main: the text names it, or 2.1's
+                                 wording), 2 PYTORCH_ALLOC_CONF (2.10's text names it), 0 unknown (a
+                                 message cut before its advice)  @since 0.2.0 */
 } gpuplan_oom_info;
 
 /**

@@ -61,61 +61,99 @@ void gpuplan__torch_release_name(unsigned r, char *buf, size_t cap) {
  * PYTORCH_CUDA_ALLOC_CONF existed ([HDR] instance()). */
 int gpuplan__reads_pytorch_alloc_conf(unsigned release) { return release >= 210; }
 
-/* 2.10 reads the two variables per key: the generic keys through
- * AcceleratorAllocatorConfig (PYTORCH_ALLOC_CONF first, [ACF]), the CUDA
- * allocator's own through CUDAAllocatorConfig::instance(), which reads
- * PYTORCH_CUDA_ALLOC_CONF first and PYTORCH_ALLOC_CONF only when it is
+/* 2.10 reads the two variables per key.  The generic keys go through
+ * AcceleratorAllocatorConfig, which reads PYTORCH_ALLOC_CONF first ([ACF])
+ * and skips keys it does not know (skipKey); the CUDA allocator's own go
+ * through CUDAAllocatorConfig::instance(), which reads
+ * PYTORCH_CUDA_ALLOC_CONF first and PYTORCH_ALLOC_CONF only when that is
  * unset ("keep the parsing order and logic stable", the refactored
- * c10/cuda/CUDAAllocatorConfig.h with per_process_memory_fraction, index
- * id 695804354); each parser skips the other's keys.  Its getKeys(): */
+ * c10/cuda/CUDAAllocatorConfig.h with per_process_memory_fraction, index id
+ * 695804354), and refuses a key neither config knows ("Unrecognized key
+ * ... in CUDA allocator config.").  Its getKeys(): */
 static const char *const cuda_keys[] = {"backend", "release_lock_on_cudamalloc", "pinned_use_cuda_host_register",
                                         "release_lock_on_hipmalloc", "pinned_use_hip_host_register",
                                         "graph_capture_record_stream_reuse", "pinned_reserve_segment_size_mb",
                                         "pinned_num_register_threads", "per_process_memory_fraction"};
+/* AcceleratorAllocatorConfig's ([ACF] parseArgs; large_segment_size_mb:
+ * main after 2.10, pytorch#172056) */
+static const char *const generic_keys[] = {"max_split_size_mb", "max_non_split_rounding_mb",
+                                           "garbage_collection_threshold", "roundup_power2_divisions",
+                                           "expandable_segments", "pinned_use_background_threads",
+                                           "large_segment_size_mb"};
 
-static int is_cuda_key(const char *k, size_t n) {
+static int key_in(const char *const *set, size_t n, const char *k, size_t len) {
   size_t i;
-  for (i = 0; i < sizeof cuda_keys / sizeof *cuda_keys; i++)
-    if (strlen(cuda_keys[i]) == n && memcmp(cuda_keys[i], k, n) == 0) return 1;
+  for (i = 0; i < n; i++)
+    if (strlen(set[i]) == len && memcmp(set[i], k, len) == 0) return 1;
   return 0;
 }
+#define IN(set, k, len) key_in(set, sizeof set / sizeof *set, k, len)
 
-/* Append to out (cap) the pairs of text whose key is (cuda 1) or is not
- * (cuda 0) one of CUDAAllocatorConfig's; pairs end at a ',' outside
- * [...].  Returns the length written, or SIZE_MAX when cap is short. */
-static size_t pick_pairs(const char *text, int cuda, char *out, size_t at, size_t cap) {
-  const char *p = text;
-  while (*p) {
-    const char *b = p, *k, *ke;
-    int depth = 0;
-    while (*p && (depth || *p != ',')) {
-      if (*p == '[') depth++;
-      else if (*p == ']' && depth) depth--;
-      p++;
-    }
-    for (k = b; k < p && *k == ' '; k++) continue;
-    for (ke = k; ke < p && *ke != ':' && *ke != ' '; ke++) continue;
-    if (ke > k && is_cuda_key(k, (size_t)(ke - k)) == cuda) {
-      size_t n = (size_t)(p - b);
-      if (at + (at ? 1 : 0) + n + 1 > cap) return SIZE_MAX;
-      if (at) out[at++] = ',';
-      memcpy(out + at, b, n);
-      at += n;
-      out[at] = '\0';
-    }
-    if (*p == ',') p++;
+/* The pair of text at *pp (up to a ',' outside [...]), its key [*k, *ke);
+ * *pp moves past it and its ','.  Returns the pair's start, NULL at the end. */
+static const char *next_pair(const char **pp, const char **k, const char **ke, size_t *n) {
+  const char *p = *pp, *b = p;
+  int depth = 0;
+  if (!*p) return NULL;
+  while (*p && (depth || *p != ',')) {
+    if (*p == '[') depth++;
+    else if (*p == ']' && depth) depth--;
+    p++;
   }
+  *n = (size_t)(p - b);
+  for (*k = b; *k < p && **k == ' '; (*k)++) continue;
+  for (*ke = *k; *ke < p && **ke != ':' && **ke != ' ' && **ke != '['; (*ke)++) continue;
+  *pp = *p == ',' ? p + 1 : p;
+  return b;
+}
+
+static size_t put_pair(char *out, size_t at, size_t cap, const char *b, size_t n) {
+  if (at == SIZE_MAX || at + (at ? 1 : 0) + n + 1 > cap) return SIZE_MAX;
+  if (at) out[at++] = ',';
+  memcpy(out + at, b, n);
+  at += n;
+  out[at] = '\0';
   return at;
 }
 
-size_t gpuplan__alloc_conf_split_210(const char *generic_from, const char *cuda_from, char *out, size_t cap) {
-  size_t at;
+/* put_pair into a report that may be cut short: what fits is kept */
+static size_t note_pair(char *out, size_t at, size_t cap, const char *b, size_t n) {
+  size_t r = put_pair(out, at, cap, b, n);
+  return r == SIZE_MAX ? at : r;
+}
+
+size_t gpuplan__alloc_conf_split_210(const char *generic_from, const char *cuda_from, char *out, size_t cap,
+                                     char *unknown, size_t ucap, char *unread, size_t rcap) {
+  const char *p, *b, *k, *ke;
+  size_t at = 0, n, rat = 0;
   if (!cap) return SIZE_MAX;
   out[0] = '\0';
-  at = pick_pairs(generic_from, 0, out, 0, cap);
-  if (at == SIZE_MAX) return SIZE_MAX;
-  return pick_pairs(cuda_from, 1, out, at, cap);
+  if (ucap) unknown[0] = '\0';
+  if (rcap) unread[0] = '\0';
+  /* The CUDA allocator's keys first (from PYTORCH_CUDA_ALLOC_CONF): an
+   * unclosed list of the other text then ends the text, where the parser
+   * says so.  A key neither config knows is the CUDA parser's error. */
+  for (p = cuda_from; (b = next_pair(&p, &k, &ke, &n));) {
+    if (ke == k || IN(cuda_keys, k, (size_t)(ke - k))) {
+      at = put_pair(out, at, cap, b, n);
+    } else if (!IN(generic_keys, k, (size_t)(ke - k))) {
+      if (ucap) snprintf(unknown, ucap, "%.*s", (int)(ke - k), k);
+      return at == SIZE_MAX ? SIZE_MAX : 0;
+    } else {
+      rat = note_pair(unread, rat, rcap, b, n); /* a generic key: not read */
+    }
+  }
+  /* The generic keys from PYTORCH_ALLOC_CONF: the CUDA allocator's own are
+   * not read there (the CUDA config read the other variable), unknown ones
+   * are skipped as skipKey does; an empty key stays, for the parser to
+   * refuse as it refuses it alone. */
+  for (p = generic_from; (b = next_pair(&p, &k, &ke, &n));) {
+    if (ke == k || IN(generic_keys, k, (size_t)(ke - k))) at = put_pair(out, at, cap, b, n);
+    else rat = note_pair(unread, rat, rcap, b, n);
+  }
+  return at;
 }
+#undef IN
 
 /* The OOM text.  <= 2.0: "(GPU 0; ... total capacity; ...)" ([113], id
  * 171536164); 2.2-2.9: "GPU 0 has a total capacity of ..." with

@@ -89,6 +89,10 @@ static int rank_of(const char *text, const char *p) {
   return atoi(r + 5);
 }
 
+/* The most a process's memory outside PyTorch's allocator may be for a
+ * listed "Process N" to be taken for this one (gpuplan_oom_parse) */
+#define SELF_OUTSIDE (4ull << 30)
+
 int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
   const char *s, *p, *next, *cap;
   char *msg = NULL;
@@ -145,7 +149,8 @@ int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
     o->unallocated = o->reserved > o->allocated ? o->reserved - o->allocated : 0;
   } else if ((p = strstr(s, "GPU ")) != NULL &&
              (strstr(s, (cap = "has a total capacity of")) || strstr(s, (cap = "has a total capacty of")))) {
-    /* (2.1 wrote "capacty": gpuplan__oom_text_v21) */
+    /* (2.1 wrote "capacty": gpuplan__oom_text_v21; it read PYTORCH_CUDA_ALLOC_CONF) */
+    int capty = strcmp(cap, "has a total capacty of") == 0;
     o->format = 2;
     o->device = atoi(p + 4);
     if (!find_size(s, cap, &o->total) || !size_before(s, " is free", &o->free) ||
@@ -155,7 +160,9 @@ int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
     o->reserved = o->allocated + o->unallocated;
     /* the variable its advice names: PYTORCH_ALLOC_CONF in 2.10's, else
      * PYTORCH_CUDA_ALLOC_CONF (2.1-2.9, main after 2.10) */
-    o->conf_var = strstr(s, "PYTORCH_ALLOC_CONF=") ? 2 : 1;
+    o->conf_var = strstr(s, "PYTORCH_ALLOC_CONF=")            ? 2
+                  : strstr(s, "PYTORCH_CUDA_ALLOC_CONF") || capty ? 1
+                                                                   : 0; /* (cut before the advice: unknown) */
     find_size(s, "this process has", &o->process);
     size_before(s, " allowed;", &o->allowed);
     find_size(s, "with ", &o->private_pools);
@@ -170,14 +177,17 @@ int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
     }
     /* No "this process has": PyTorch did not find its own PID among
      * NVML's (a container: NVML gives the host's PIDs), so it listed
-     * itself as "Process N".  The one listed process holding at least what
-     * PyTorch reserved is this one (two such: cannot tell). */
+     * itself as "Process N".  The one listed process holding what PyTorch
+     * reserved plus at most SELF_OUTSIDE (the CUDA context, cuBLAS and
+     * NCCL: a few hundred MiB to a few GiB) is this one; two such, or one
+     * holding far more, cannot be told from another job. */
     if (!o->process && o->nprocs) {
       uint64_t self = 0;
       int cands = 0;
       for (p = s; (p = strstr(p, "Process ")) != NULL; p += 8) {
         uint64_t x;
-        if (find_size(p, " has ", &x) && x >= o->reserved && o->reserved) self = x, cands++;
+        if (find_size(p, " has ", &x) && o->reserved && x >= o->reserved && x - o->reserved <= SELF_OUTSIDE)
+          self = x, cands++;
       }
       if (cands == 1) {
         o->process = self;

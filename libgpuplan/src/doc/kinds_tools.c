@@ -100,11 +100,11 @@ static const gpuplan_result_field explain_fields[] = {
   {"reserved_bytes", I, "B", "reserved by PyTorch in total (null: not said)"},
   {"process_bytes", I, "B", "this process's memory in use, non-PyTorch included (0: not said)"},
   {"process_listed", B, "",
-   "no 'this process has': the one 'Process N has X' of at least PyTorch's reserved bytes is taken for this "
-   "process (in a container NVML gives the host's process IDs), not counted among the others"},
+   "no 'this process has': the one 'Process N has X' of PyTorch's reserved bytes plus at most 4 GiB is taken "
+   "for this process (in a container NVML gives the host's process IDs), not counted among the others"},
   {"conf_variable", S, "",
    "the allocator variable of the message's release, which the advice names: PYTORCH_ALLOC_CONF (2.10's "
-   "text) or PYTORCH_CUDA_ALLOC_CONF (earlier, and main after 2.10); null: a cut message"},
+   "text) or PYTORCH_CUDA_ALLOC_CONF (earlier, and main after 2.10); null: cut before its advice"},
   {"other_processes_bytes", I, "B", "memory of the other processes the message lists"},
   {"other_processes", I, "processes", "other processes the message lists"},
   {"allowed_bytes", I, "B", "a set_per_process_memory_fraction cap (0: none)"},

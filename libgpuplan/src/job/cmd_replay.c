@@ -90,9 +90,12 @@ int gpuplan__alloc_conf_source(gpuplan_job *j, unsigned release, const char **co
   const char *env = gpuplan__job_str(j, TOPT(T_ENV_ALLOC_CONF), NULL);
   const char *env_old = gpuplan__job_str(j, TOPT(T_ENV_CUDA_ALLOC_CONF), NULL);
   char rel[24];
+  /* Set, even empty, is what 2.10 asks of PYTORCH_ALLOC_CONF before it
+   * falls back to the other (c10::utils::get_env's optional); the text of
+   * an empty variable, or one of spaces only (PyTorch's lexer drops
+   * spaces), holds no setting. */
+  int env_set = env != NULL, old_set = env_old != NULL;
   if (warn && warn_cap) warn[0] = '\0';
-  /* an empty variable is an unset one, as PyTorch reads it; so is one of
-   * spaces only (its lexer drops spaces: no token, no setting) */
   if (env && !env[strspn(env, " ")]) env = NULL;
   if (env_old && !env_old[strspn(env_old, " ")]) env_old = NULL;
   gpuplan__torch_release_name(release, rel, sizeof rel);
@@ -101,18 +104,30 @@ int gpuplan__alloc_conf_source(gpuplan_job *j, unsigned release, const char **co
     *from = "option";
     return GPUPLAN_OK;
   }
-  if (gpuplan__reads_pytorch_alloc_conf(release) && env && env_old) {
+  if (gpuplan__reads_pytorch_alloc_conf(release) && env_set && old_set) {
     /* 2.10+ with both set: the generic keys from PYTORCH_ALLOC_CONF, the
      * CUDA allocator's own (per_process_memory_fraction, backend...) from
      * PYTORCH_CUDA_ALLOC_CONF (conf.c; review 2026-12-02: the fraction of
      * PYTORCH_CUDA_ALLOC_CONF was dropped) */
-    size_t cap = strlen(env) + strlen(env_old) + 2, n, generic;
-    char *both = gpuplan__arena_alloc(&j->arena, cap);
+    const char *g = env ? env : "", *c = env_old ? env_old : "";
+    size_t cap = strlen(g) + strlen(c) + 2, n, generic;
+    char *both = gpuplan__arena_alloc(&j->arena, cap), unknown[64], unread[256];
     if (!both) return gpuplan__nomem(j->ctx);
-    generic = gpuplan__alloc_conf_split_210(env, "", both, cap);
-    n = gpuplan__alloc_conf_split_210(env, env_old, both, cap);
+    generic = gpuplan__alloc_conf_split_210(g, "", both, cap, unknown, sizeof unknown, unread, sizeof unread);
+    n = gpuplan__alloc_conf_split_210(g, c, both, cap, unknown, sizeof unknown, unread, sizeof unread);
     if (n == SIZE_MAX || generic == SIZE_MAX)
       return gpuplan__error(j->ctx, GPUPLAN_ERROR, "alloc conf: the two variables' keys miscounted");
+    if (unknown[0])
+      return gpuplan__error(j->ctx, GPUPLAN_EINVAL,
+                            "alloc_conf (from PYTORCH_CUDA_ALLOC_CONF): alloc conf: %s is not an option of torch %s "
+                            "(torch %s raised \"Unrecognized key '%s' in CUDA allocator config.\")",
+                            unknown, rel, rel, unknown);
+    if (unread[0] && warn)
+      snprintf(warn, warn_cap,
+               "torch %s reads the generic keys from PYTORCH_ALLOC_CONF and the CUDA allocator's own "
+               "(per_process_memory_fraction, backend, pinned_*...) from PYTORCH_CUDA_ALLOC_CONF when both are "
+               "set: '%.200s' was not read, as that release does not read it",
+               rel, unread);
     *conf = n ? both : NULL;
     *from = !n ? "defaults" : n == generic ? names[0] : !generic ? names[1]
                                                     : "PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF";

@@ -602,8 +602,9 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
        * files have them) */
       if (rb.allocated && rb.requested > rb.size)
         return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                              "snapshot: segment %zu block %zu: requested_size %llu of a live block is more than its "
-                              "size %llu", i, j, (unsigned long long)rb.requested, (unsigned long long)rb.size);
+                              "snapshot: segment %zu block %zu: %s %llu of a live block is more than its size %llu",
+                              i, j, bv[BF_REQUESTED].v ? "requested_size" : "its history's first real_size",
+                              (unsigned long long)rb.requested, (unsigned long long)rb.size);
       if (rb.size == 0 || rb.addr + rb.size > r->addr + r->size || rb.addr + rb.size < rb.addr)
         return gpuplan__error(ctx, GPUPLAN_EINVAL,
                               "snapshot: segment %zu block %zu: sizes overrun the segment", i, j);
