@@ -315,6 +315,22 @@ static void test_oom_alloc__commands(void **state) {
   static const job_case cases[] = {
     {"replay", {"summary=true", "timeline=true", NULL}, "linear-grad.pickle"},
     {"replay", {"alloc_conf=expandable_segments:True", "capacity=4GiB", NULL}, "linear-grad.pickle"},
+    /* 2.10's two variables: the split into the job's arena, the unread keys' warning */
+    {"replay",
+     {"env_alloc_conf=expandable_segments:True,x:1", "env_cuda_alloc_conf=per_process_memory_fraction:0.5,max_split_size_mb:64",
+      "torch=2.10", "capacity=4GiB", NULL},
+     "linear-grad.pickle"},
+    /* a recorded conf the release does not take (its warning), exact */
+    {"replay", {"torch=1.13", "summary=true", NULL}, "linear-grad.pickle"},
+    /* 2.1's wording, a container's self-listed process */
+    {"explain-oom",
+     {"message=CUDA out of memory. Tried to allocate 1.15 GiB. GPU 0 has a total capacty of 23.69 GiB of which "
+      "912.81 MiB is free. Process 454738 has 22.79 GiB memory in use. Of the allocated memory 21.50 GiB is "
+      "allocated by PyTorch, and 1001.89 MiB is reserved by PyTorch but unallocated. If reserved but unallocated "
+      "memory is large try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory "
+      "Management and PYTORCH_CUDA_ALLOC_CONF",
+      NULL},
+     NULL},
     {"explain-oom",
      {"message=CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which "
       "1.20 GiB is free. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB is reserved by "
