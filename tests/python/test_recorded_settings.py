@@ -97,3 +97,30 @@ def test_recorded_text_is_checked_against_the_release(tmp_path):
     assert not any("is not what torch" in w for w in gpuplan.replay(path).warnings)
     with pytest.raises(gpuplan.InvalidError, match="large_segment_size_mb is not an option of torch 1.13"):
         gpuplan.replay(path, torch="1.13", alloc_conf="large_segment_size_mb:64")
+
+
+RELEASES = ["2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.10", "latest"]
+
+
+@pytest.mark.parametrize("torch", RELEASES)
+@pytest.mark.parametrize("conf", [
+    "",
+    "roundup_power2_divisions:[256:1,>:4],max_split_size_mb:64",
+    "expandable_segments:True",
+    "roundup_power2_divisions:1",
+])
+def test_each_release_replays_its_own_runs(tmp_path, torch, conf):
+    """The allocator's rules of each release, written once: what simulate
+    runs under --torch R, replay under --torch R follows allocation for
+    allocation (the round trip of every release and four settings, among
+    them the division of 1 that 2.4 changed and expandable segments, which
+    2.0 lacks)."""
+    if conf.startswith("expandable") and torch == "2.0":
+        pytest.skip("expandable_segments came in 2.1")
+    path = str(tmp_path / "run.pickle")
+    with gpuplan.Catalog() as cat:
+        sim = cat.simulate("gpt2", "t4", micro_batch=4, steps=2, torch=torch, alloc_conf=conf or None, snapshot=path)
+    back = gpuplan.replay(path, torch=torch)
+    assert back.exact, (torch, conf, back.divergence)
+    assert (back.peak_reserved_bytes, back.peak_allocated_bytes) == (sim.peak_reserved_bytes, sim.peak_allocated_bytes)
+    assert not any("is not what torch" in w for w in back.warnings), back.warnings
