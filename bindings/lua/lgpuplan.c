@@ -405,16 +405,37 @@ static int catalog_list(lua_State *L) {
 }
 
 /* cat:explain_oom(message) -> explanation | nil, msg, code */
+/* The string argument at idx for option name, or NULL with nil, msg, code
+ * pushed when it holds a NUL byte (as the library refuses it from the CLI and
+ * Python: a C string would have cut it there, review 2026-12-02). */
+static const char *whole_string(lua_State *L, int idx, const char *name, int *nret) {
+  size_t len;
+  const char *s = luaL_checklstring(L, idx, &len);
+  if (memchr(s, 0, len)) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "%s: the value contains a NUL byte", name);
+    *nret = fail(L, GPUPLAN_EINVAL, msg);
+    return NULL;
+  }
+  return s;
+}
+
 static int catalog_explain_oom(lua_State *L) {
   lcatalog *c = check_catalog(L);
-  const char *kv[] = {"message", luaL_checkstring(L, 2), NULL};
+  int n;
+  const char *m = whole_string(L, 2, "message", &n);
+  const char *kv[] = {"message", m, NULL};
+  if (!m) return n;
   return run_with(L, c, "explain-oom", kv, 0);
 }
 
 /* cat:replay(path [, opts]) -> replay | nil, msg, code */
 static int catalog_replay(lua_State *L) {
   lcatalog *c = check_catalog(L);
-  const char *kv[] = {"file", luaL_checkstring(L, 2), NULL};
+  int n;
+  const char *f = whole_string(L, 2, "file", &n);
+  const char *kv[] = {"file", f, NULL};
+  if (!f) return n;
   return run_with(L, c, "replay", kv, 3);
 }
 

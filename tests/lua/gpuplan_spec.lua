@@ -250,6 +250,12 @@ describe("gpuplan (Lua " .. (jit and jit.version or _VERSION) .. ")", function()
       local r, _, code = gpuplan.explain_oom("the GPU is sad")
       assert.is_nil(r)
       assert.equal("GPUPLAN_EINVAL", code)
+      -- a NUL byte (a copytruncate'd log) is refused as the CLI and Python
+      -- refuse it (was cut there: "no out-of-memory message")
+      local n, msg, ncode = gpuplan.explain_oom("x\0" .. text)
+      assert.is_nil(n)
+      assert.equal("message: the value contains a NUL byte", msg)
+      assert.equal("GPUPLAN_EINVAL", ncode)
     end)
   end)
 

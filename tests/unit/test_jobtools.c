@@ -339,6 +339,94 @@ static void test_jobtools__explain_oom(void **state) {
   assert_string_equal(sval(d, "verdict"), "other-process");
   assert_true(isnull(d, "conf_variable")); /* cut before its advice: which release is not said */
   gpuplan_doc_free(d);
+  /* Review 2026-12-02 (helper-23), real messages of every era:
+   * a memory-fraction OOM whose printed cap is rounded (ROCm/TheRock#2118:
+   * "1.05 GiB allowed" may be 5 MiB above reserved + request: was FRAGMENTATION) */
+  assert_int_equal(gpuplan_job_set(job, "message",
+                                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a "
+                                   "total capacity of 255.98 GiB of which 244.65 GiB is free. 1.05 GiB allowed; Of the "
+                                   "allocated memory 1017.01 MiB is allocated by PyTorch, with 17.00 MiB allocated in "
+                                   "private pools (e.g., CUDA Graphs), and 54.99 MiB is reserved by PyTorch but "
+                                   "unallocated. If reserved but unallocated memory is large try setting "
+                                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."),
+                   GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  assert_string_equal(sval(d, "verdict"), "fraction");
+  gpuplan_doc_free(d);
+  /* wrapped at a terminal's width with CRLF, ANSI colours inside the
+   * numbers, and a later "(GPU " in the log (was: cut, refused, UNKNOWN) */
+  assert_int_equal(gpuplan_job_set(job, "message",
+                                   "torch.OutOfMemoryError: CUDA out of\r\nmemory. Tried to allocate \033[1;36m22.78\033[0m "
+                                   "GiB. GPU 0 has a total\r\ncapacity of 31.47 GiB of which 12.73 GiB is free.\n"
+                                   "Including non-PyTorch memory, this process has 18.73 GiB memory in use. Of the\n"
+                                   "allocated memory 9.08 GiB is allocated by PyTorch, and 9.35 GiB is reserved by\n"
+                                   "PyTorch but unallocated.\nwandb: peak memory (GPU 0): 31.2 GiB"),
+                   GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  assert_int_equal(ival(d, "format"), 2);
+  assert_false(bval(d, "partial"));
+  assert_int_equal(ival(d, "tried_bytes"), (int64_t)(22.78 * 1073741824.0 + 0.5));
+  assert_int_equal(ival(d, "process_bytes"), (int64_t)(18.73 * 1073741824.0 + 0.5));
+  assert_string_equal(sval(d, "verdict"), "demand");
+  assert_true(isnull(d, "conf_variable")); /* cut before its advice */
+  gpuplan_doc_free(d);
+  /* cut before its advice, a fix to give: it says which variable each
+   * release reads (was PYTORCH_ALLOC_CONF bare, which 2.1-2.9 ignore) */
+  assert_int_equal(gpuplan_job_set(job, "message",
+                                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 496.00 MiB. GPU 0 has a "
+                                   "total capacity of 14.75 GiB of which 235.06 MiB is free. Including non-PyTorch "
+                                   "memory, this process has 14.52 GiB memory in use. Of the allocated memory 14.06 GiB "
+                                   "is allocated by PyTorch, and 330.42 MiB is reserved by PyTorch but unallocated."),
+                   GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  assert_string_equal(sval(d, "verdict"), "mixed");
+  assert_non_null(strstr(sval(d, "explanation"), "PYTORCH_ALLOC_CONF=expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF "
+                                                 "before torch 2.10)"));
+  gpuplan_doc_free(d);
+  /* a listed process that cannot be another: with PyTorch's 73 GiB it
+   * would exceed the 78.10 GiB in use (was ANOTHER PROCESS, 5 GiB over) */
+  assert_int_equal(gpuplan_job_set(job, "message",
+                                   "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 "
+                                   "GiB of which 1.00 GiB is free. Process 4321 has 78.00 GiB memory in use. Of the "
+                                   "allocated memory 70.00 GiB is allocated by PyTorch, and 3.00 GiB is reserved by "
+                                   "PyTorch but unallocated."),
+                   GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  assert_true(bval(d, "process_listed"));
+  assert_int_equal(ival(d, "other_processes"), 0);
+  gpuplan_doc_free(d);
+  /* a ROCm build names its own variable (ComfyUI#9529) */
+  assert_int_equal(gpuplan_job_set(job, "message",
+                                   "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 6.64 GiB. GPU 0 has a "
+                                   "total capacity of 23.98 GiB of which 2.45 GiB is free. Of the allocated memory 14.20 "
+                                   "GiB is allocated by PyTorch, and 7.10 GiB is reserved by PyTorch but unallocated. If "
+                                   "reserved but unallocated memory is large try setting "
+                                   "PYTORCH_HIP_ALLOC_CONF=expandable_segments:True to avoid fragmentation."),
+                   GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  assert_string_equal(sval(d, "conf_variable"), "PYTORCH_HIP_ALLOC_CONF");
+  assert_non_null(strstr(sval(d, "explanation"), "1. PYTORCH_HIP_ALLOC_CONF=expandable_segments:True"));
+  gpuplan_doc_free(d);
+  /* more than 1 EB: a size bug, no figures (were zeros and REAL DEMAND) */
+  assert_int_equal(gpuplan_job_set(job, "message",
+                                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate more than 1EB memory."),
+                   GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  assert_true(bval(d, "partial"));
+  assert_true(isnull(d, "tried_bytes"));
+  assert_true(isnull(d, "total_bytes"));
+  assert_non_null(strstr(sval(d, "explanation"), "not a memory shortage"));
+  gpuplan_doc_free(d);
+  /* torch 1.0-1.3 said "cached" for reserved but unallocated (pytorch#16417) */
+  assert_int_equal(gpuplan_job_set(job, "message",
+                                   "RuntimeError: CUDA out of memory. Tried to allocate 1024.00 MiB (GPU 0; 15.90 GiB "
+                                   "total capacity; 14.25 GiB already allocated; 991.56 MiB free; 607.00 KiB cached)"),
+                   GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  assert_int_equal(ival(d, "format"), 1);
+  assert_int_equal(ival(d, "reserved_unallocated_bytes"), 607 * 1024);
+  assert_string_equal(sval(d, "verdict"), "demand");
+  gpuplan_doc_free(d);
   /* Two processes each above PyTorch's reservation: which is this one cannot
    * be told, both stay others. */
   assert_int_equal(gpuplan_job_set(job, "message",

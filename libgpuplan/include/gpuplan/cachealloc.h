@@ -311,8 +311,9 @@ typedef struct gpuplan_oom_info {
                                  @since 0.2.0 */
   int conf_var;             /**< the variable the message's release reads, which the advice names:
                                  1 PYTORCH_CUDA_ALLOC_CONF (<= 2.9, main: the text names it, or 2.1's
-                                 wording), 2 PYTORCH_ALLOC_CONF (2.10's text names it), 0 unknown (a
-                                 message cut before its advice)  @since 0.2.0 */
+                                 wording), 2 PYTORCH_ALLOC_CONF (2.10's text names it), 3
+                                 PYTORCH_HIP_ALLOC_CONF (a ROCm build's), 0 unknown (a message cut before
+                                 its advice)  @since 0.2.0 */
 } gpuplan_oom_info;
 
 /**

@@ -80,13 +80,45 @@ static const char *first_of(const char *s, const char *const *needles, size_t co
 static const char *const oom_marks[] = {"out of memory. Tried to allocate", "CUDA error: out of memory"};
 #define NMARKS (sizeof oom_marks / sizeof oom_marks[0])
 
-/* "[rank3]:" (torchrun's prefix) on the line of p, or -1. */
+/* "[rank3]:" (torchrun's prefix, on every line of a rank's output): the
+ * nearest before p in the normalized text, within 512 bytes, or -1. */
 static int rank_of(const char *text, const char *p) {
-  const char *line = p, *r;
-  while (line > text && line[-1] != '\n') line--;
-  r = strstr(line, "[rank");
-  if (!r || r > p) return -1;
-  return atoi(r + 5);
+  const char *q = p;
+  while (q > text && p - q < 512) {
+    q--;
+    if (*q == '[' && strncmp(q, "[rank", 5) == 0 && q[5] >= '0' && q[5] <= '9') return atoi(q + 5);
+  }
+  return -1;
+}
+
+/* A log's text as one line: ANSI escape sequences (a rich traceback's
+ * colours, inside the numbers too) dropped, every run of white space (a
+ * message wrapped at a terminal's width, CRLF ends, tabs) one space.  The
+ * result is the caller's to free; NULL: out of memory. */
+static char *normalized(gpuplan_ctx *ctx, const char *text) {
+  size_t n = strlen(text), o = 0;
+  const unsigned char *t = (const unsigned char *)text;
+  char *out = gpuplan__malloc(ctx, n + 1);
+  if (!out) return NULL;
+  while (*t) {
+    if (*t == 0x1b) { /* ESC [ params final (0x40-0x7e), or ESC and one byte */
+      t++;
+      if (*t == '[') {
+        t++;
+        while (*t && !(*t >= 0x40 && *t <= 0x7e)) t++;
+      }
+      if (*t) t++;
+      continue;
+    }
+    if (*t == ' ' || *t == '\n' || *t == '\r' || *t == '\t' || *t == '\v' || *t == '\f') {
+      if (o && out[o - 1] != ' ') out[o++] = ' ';
+      t++;
+      continue;
+    }
+    out[o++] = (char)*t++;
+  }
+  out[o] = '\0';
+  return out;
 }
 
 /* The most a process's memory outside PyTorch's allocator may be for a
@@ -101,25 +133,22 @@ int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
   if (!text || !o) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "oom: NULL argument");
   memset(o, 0, sizeof *o);
   o->rank = -1;
-  s = first_of(text, oom_marks, NMARKS);
-  if (!s)
+  if (!(msg = normalized(ctx, text))) return gpuplan__nomem(ctx);
+  s = first_of(msg, oom_marks, NMARKS);
+  if (!s) {
+    gpuplan__free(ctx, msg);
     return gpuplan__error(ctx, GPUPLAN_EINVAL,
                           "oom text: no out-of-memory message (no 'Tried to allocate' nor 'CUDA error: out of "
                           "memory'; paste the whole 'CUDA out of memory.' line)");
-  o->rank = rank_of(text, s);
+  }
+  o->rank = rank_of(msg, s);
   /* The first message only: up to where the next one starts. */
   next = NULL;
   for (p = s, o->messages = 0; p; o->messages++) {
     p = first_of(p + 1, oom_marks, NMARKS);
     if (o->messages == 0) next = p;
   }
-  if (next) {
-    size_t n = (size_t)(next - s);
-    if (!(msg = gpuplan__malloc(ctx, n + 1))) return gpuplan__nomem(ctx);
-    memcpy(msg, s, n);
-    msg[n] = 0;
-    s = msg;
-  }
+  if (next) msg[next - msg] = '\0';
   if (strncmp(s, "CUDA error: out of memory", 25) == 0) {
     /* cudaErrorMemoryAllocation from the runtime (context creation, a
      * library's workspace, a kernel): no figures. */
@@ -128,8 +157,10 @@ int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
     goto done;
   }
   if ((p = strstr(s, "Tried to allocate more than 1EB")) != NULL && p == strstr(s, "Tried to allocate")) {
+    /* the allocator's refusal of a size no card has: no figures follow */
     o->format = 2;
     o->tried = UINT64_MAX;
+    o->partial = 1;
     goto done;
   }
   s = strstr(s, "Tried to allocate");
@@ -137,16 +168,24 @@ int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
     rc = gpuplan__error(ctx, GPUPLAN_EINVAL, "oom text: cannot read the size after 'Tried to allocate'");
     goto done;
   }
-  if ((p = strstr(s, "(GPU ")) != NULL) {
-    /* <= 2.0: (GPU 0; T total capacity; P already allocated; F free; [A allowed; ]R reserved in total by PyTorch) */
+  if ((p = strstr(s, "(GPU ")) != NULL && p - s < 64) {
+    /* <= 2.0: (GPU 0; T total capacity; P already allocated; F free; [A allowed; ]R reserved in total by
+     * PyTorch), right after the size (a "(GPU " later in the log is not it); 1.0-1.3 said "C cached)" for
+     * what was held but not allocated (pytorch#13751) */
     o->format = 1;
     o->conf_var = 1;
     o->device = atoi(p + 5);
     if (!size_before(s, " total capacity", &o->total) || !size_before(s, " already allocated", &o->allocated) ||
-        !size_before(s, " free;", &o->free) || !size_before(s, " reserved in total by PyTorch", &o->reserved))
+        !size_before(s, " free;", &o->free))
       goto cut; /* the (GPU ...) part is cut short */
+    if (size_before(s, " reserved in total by PyTorch", &o->reserved)) {
+      o->unallocated = o->reserved > o->allocated ? o->reserved - o->allocated : 0;
+    } else if (size_before(s, " cached)", &o->unallocated)) {
+      o->reserved = o->allocated + o->unallocated;
+    } else {
+      goto cut;
+    }
     size_before(s, " allowed;", &o->allowed);
-    o->unallocated = o->reserved > o->allocated ? o->reserved - o->allocated : 0;
   } else if ((p = strstr(s, "GPU ")) != NULL &&
              (strstr(s, (cap = "has a total capacity of")) || strstr(s, (cap = "has a total capacty of")))) {
     /* (2.1 wrote "capacty": gpuplan__oom_text_v21; it read PYTORCH_CUDA_ALLOC_CONF) */
@@ -161,6 +200,7 @@ int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
     /* the variable its advice names: PYTORCH_ALLOC_CONF in 2.10's, else
      * PYTORCH_CUDA_ALLOC_CONF (2.1-2.9, main after 2.10) */
     o->conf_var = strstr(s, "PYTORCH_ALLOC_CONF=")            ? 2
+                  : strstr(s, "PYTORCH_HIP_ALLOC_CONF")           ? 3 /* ROCm's builds */
                   : strstr(s, "PYTORCH_CUDA_ALLOC_CONF") || capty ? 1
                                                                    : 0; /* (cut before the advice: unknown) */
     find_size(s, "this process has", &o->process);
@@ -186,7 +226,11 @@ int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
       int cands = 0;
       for (p = s; (p = strstr(p, "Process ")) != NULL; p += 8) {
         uint64_t x;
-        if (find_size(p, " has ", &x) && o->reserved && x >= o->reserved && x - o->reserved <= SELF_OUTSIDE)
+        /* (or one that cannot be another: it and PyTorch's reservation
+         * would not both fit in what the card had in use) */
+        uint64_t used = o->total > o->free ? o->total - o->free : 0;
+        if (find_size(p, " has ", &x) && o->reserved && x >= o->reserved &&
+            (x - o->reserved <= SELF_OUTSIDE || o->reserved + x > used + used / 100))
           self = x, cands++;
       }
       if (cands == 1) {
@@ -232,7 +276,12 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
                         char **text_out) {
   gpuplan__buf b;
   char A[32], F[32], U[32], P[32], T[32], X[32], N[32], H[32], PS[32];
-  const char *env = o->conf_var == 1 ? "PYTORCH_CUDA_ALLOC_CONF" : "PYTORCH_ALLOC_CONF";
+  const char *env = o->conf_var == 1   ? "PYTORCH_CUDA_ALLOC_CONF"
+                    : o->conf_var == 3 ? "PYTORCH_HIP_ALLOC_CONF"
+                                       : "PYTORCH_ALLOC_CONF";
+  /* a message that does not name its variable: which one depends on the
+   * release, said beside each fix */
+  const char *env_note = o->conf_var ? "" : " (PYTORCH_CUDA_ALLOC_CONF before torch 2.10)";
   gpuplan_oom_verdict v;
   int n = 1;
   uint64_t outside = 0, headroom = 0;
@@ -259,7 +308,10 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
   gpuplan_format_size(o->process, PS, sizeof PS);
 
   if (o->partial) v = GPUPLAN_OOM_UNKNOWN;
-  else if (o->allowed && o->reserved + o->tried > o->allowed && o->free >= o->tried) v = GPUPLAN_OOM_FRACTION;
+  /* ("allowed" is printed to 3 significant figures: 1.05 GiB may be 5 MiB
+   * more than the cap, so within 0.5% it refused) */
+  else if (o->allowed && o->reserved + o->tried + o->allowed / 200 > o->allowed && o->free >= o->tried)
+    v = GPUPLAN_OOM_FRACTION;
   else if (o->others > 0 && o->others >= o->tried && o->others * 10 >= o->total) v = GPUPLAN_OOM_OTHER_PROCESS;
   else if (o->unallocated >= o->tried)
     /* Fragmented, but if defragmenting would leave under 2% of the card,
@@ -293,6 +345,15 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
                             "keeps PyTorch's cache from taking the whole card\n", n++);
     gpuplan__buf_printf(&b, "  %d. if PyTorch's own OutOfMemoryError appears earlier in the log, explain that "
                             "message instead\n", n++);
+  } else if (o->partial && o->tried == UINT64_MAX) {
+    gpuplan__buf_puts(&b, "\"Tried to allocate more than 1EB memory\" is the allocator refusing a size no card has, "
+                          "before it asks the driver: the size itself is wrong, an overflowed or negative shape "
+                          "(a product of dimensions past 2^63, a -1 that was not inferred) or a size in the wrong "
+                          "unit.\n\nVerdict: UNKNOWN from this message alone: not a memory shortage.\n"
+                          "Try, in order:\n");
+    gpuplan__buf_printf(&b, "  %d. print the shapes of the tensors of the failing line (torch.Size), and check the "
+                            "arithmetic that built them\n", n++);
+    gpuplan__buf_printf(&b, "  %d. CUDA_LAUNCH_BLOCKING=1 to find the call if the traceback is unclear\n", n++);
   } else if (o->partial) {
     gpuplan__buf_printf(&b, "The allocator asked the driver for a %s segment and the driver refused. The message "
                             "stops there: it does not say what the card had free, nor how much PyTorch held in "
@@ -385,7 +446,8 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
                                 "torch 2.10, the first whose CUDA allocator reads PYTORCH_ALLOC_CONF; segments "
                                 "grow in place; the free tail is reused instead of stranded)\n", n++);
       gpuplan__buf_printf(&b, "  %d. %s=max_split_size_mb:<a size just above your common "
-                              "large tensors> so big cached blocks are not carved up by small requests\n", n++, env);
+                              "large tensors>%s so big cached blocks are not carved up by small requests\n", n++,
+                          env, env_note);
     }
     gpuplan__buf_printf(&b, "  %d. allocate the large, long-lived tensors first (or preallocate buffers) so "
                             "they do not land in the gaps of short-lived ones\n", n++);
@@ -408,7 +470,7 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
                             "would cover the %s, but neither alone does.\n"
                             "Try, in order:\n", F, U, A);
     if (o->format == 1) gpuplan__buf_printf(&b, "  %d. %s\n", n++, UPGRADE_113_20);
-    else gpuplan__buf_printf(&b, "  %d. %s=expandable_segments:True\n", n++, env);
+    else gpuplan__buf_printf(&b, "  %d. %s=expandable_segments:True%s\n", n++, env, env_note);
     gpuplan__buf_printf(&b, "  %d. reduce the peak: smaller micro-batch, activation checkpointing "
                             "(gpuplan plan shows which component to cut)\n", n++);
     break;
@@ -455,7 +517,7 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
     if (o->unallocated >= o->tried && o->format == 1)
       gpuplan__buf_printf(&b, "  %d. to use the last %s: %s\n", n++, U, UPGRADE_113_20);
     else if (o->unallocated >= o->tried)
-      gpuplan__buf_printf(&b, "  %d. %s=expandable_segments:True, to use the last %s\n", n++, env, U);
+      gpuplan__buf_printf(&b, "  %d. %s=expandable_segments:True%s, to use the last %s\n", n++, env, env_note, U);
     break;
   }
   if (b.failed) {

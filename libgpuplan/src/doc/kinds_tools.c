@@ -104,7 +104,8 @@ static const gpuplan_result_field explain_fields[] = {
    "for this process (in a container NVML gives the host's process IDs), not counted among the others"},
   {"conf_variable", S, "",
    "the allocator variable of the message's release, which the advice names: PYTORCH_ALLOC_CONF (2.10's "
-   "text) or PYTORCH_CUDA_ALLOC_CONF (earlier, and main after 2.10); null: cut before its advice"},
+   "text) or PYTORCH_CUDA_ALLOC_CONF (earlier, and main after 2.10), PYTORCH_HIP_ALLOC_CONF (ROCm builds); "
+   "null: cut before its advice"},
   {"other_processes_bytes", I, "B", "memory of the other processes the message lists"},
   {"other_processes", I, "processes", "other processes the message lists"},
   {"allowed_bytes", I, "B", "a set_per_process_memory_fraction cap (0: none)"},

@@ -40,7 +40,7 @@ int gpuplan__cmd_explain(gpuplan_job *j, gpuplan_doc **out) {
   gpuplan__doc_int(b, "messages", o.messages);
   if (o.rank >= 0) gpuplan__doc_int(b, "rank", o.rank);
   else gpuplan__doc_null(b, "rank");
-  put_size(b, "tried_bytes", !o.cuda_error, o.tried);
+  put_size(b, "tried_bytes", !o.cuda_error && o.tried != UINT64_MAX, o.tried); /* (1EB: more than said) */
   put_size(b, "total_bytes", full, o.total);
   put_size(b, "free_bytes", full, o.free);
   put_size(b, "allocated_bytes", full, o.allocated);
@@ -48,7 +48,11 @@ int gpuplan__cmd_explain(gpuplan_job *j, gpuplan_doc **out) {
   put_size(b, "reserved_bytes", full, o.reserved);
   gpuplan__doc_uint(b, "process_bytes", o.process);
   gpuplan__doc_bool(b, "process_listed", o.self_listed);
-  if (o.conf_var) gpuplan__doc_str(b, "conf_variable", o.conf_var == 2 ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF");
+  if (o.conf_var)
+    gpuplan__doc_str(b, "conf_variable",
+                     o.conf_var == 2   ? "PYTORCH_ALLOC_CONF"
+                     : o.conf_var == 3 ? "PYTORCH_HIP_ALLOC_CONF"
+                                       : "PYTORCH_CUDA_ALLOC_CONF");
   else gpuplan__doc_null(b, "conf_variable");
   gpuplan__doc_uint(b, "other_processes_bytes", o.others);
   gpuplan__doc_int(b, "other_processes", o.nprocs);
