@@ -99,6 +99,10 @@ static int render_replay(cli *c, gpuplan_doc *doc) {
            (long long)dint(r, "unchecked.to_event") - 1, term_safe(dstr(r, "unchecked.why"), why, sizeof why));
   for (i = 0; i < gpuplan_value_count(w); i++)
     printf("warning: %s\n", term_safe(gpuplan_value_string(gpuplan_value_at(w, i), NULL), why, sizeof why));
+  if (strcmp(dstr(r, "mode"), "exact") == 0 && !disnull(r, "diverged_at"))
+    /* (the figures are the replay's, which stops where it diverges) */
+    printf("figures below: events 0 to %lld, up to the divergence (the trace's own go on to event %lld)\n",
+           (long long)dint(r, "events") - 1, (long long)dint(r, "trace_events") - 1);
   printf("peak allocated %10.1f MiB\npeak reserved  %10.1f MiB\nfragmentation  %10.3f  "
          "(1 - peak allocated / peak reserved)\n",
          mib(dnum(r, "peak_allocated_bytes")), mib(dnum(r, "peak_reserved_bytes")), dnum(r, "fragmentation"));

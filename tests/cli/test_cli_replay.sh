@@ -80,6 +80,9 @@ nocheck "expandable page: not left undrawn" 'id="no-map"' -- cat "$tmp/exp.html"
 check "expandable annotations" 0 '"annotations": 2' -- "$gp" replay "$data/expandable.pickle" --json
 check "expandable rules" 0 '"rules": ' -- "$gp" replay "$data/expandable.pickle" --json
 check "expandable moved alloc" 0 "DIVERGES at event 7: .*the trace at 0x7f4002400000" -- "$gp" replay "$data/expandable-moved-alloc.pickle"
+# review 2026-12-02: a diverged replay's peaks are up to the divergence, said beside them
+check "diverged figures qualified" 0 "^figures below: events 0 to 7, up to the divergence (the trace's own go on to event 32)$" -- "$gp" replay "$data/linear-grad-moved-alloc.pickle"
+nocheck "exact figures not qualified" "figures below" -- "$gp" replay "$s8"
 check "expandable mid-run" 0 "exact match: 3 allocations" -- "$gp" replay "$data/expandable-midrun.pickle"
 check "expandable mid-run hole" 0 "events 6 to 6 cannot be checked" -- "$gp" replay "$data/expandable-midrun-hole.pickle"
 check "private pool" 0 '"private_pools": 1' -- "$gp" replay "$data/private-pool.pickle" --json
