@@ -476,8 +476,17 @@ static int with_default(lua_State *L, lua_CFunction f) {
   (void)base;
   return n;
 }
-static int l_explain_oom(lua_State *L) { return with_default(L, catalog_explain_oom); }
-static int l_replay(lua_State *L) { return with_default(L, catalog_replay); }
+/* (the user's arguments checked where they are, before the catalog goes in
+ * front of them: an error names the argument the user gave as #1) */
+static int l_explain_oom(lua_State *L) {
+  luaL_checkstring(L, 1);
+  return with_default(L, catalog_explain_oom);
+}
+static int l_replay(lua_State *L) {
+  luaL_checkstring(L, 1);
+  if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
+  return with_default(L, catalog_replay);
+}
 
 static const luaL_Reg catalog_methods[] = {
   {"find", catalog_find},         {"list", catalog_list},       {"plan", catalog_plan},
