@@ -110,15 +110,16 @@ static long blk_find(const rseg *s, uint64_t addr) { return rblock_find(s->b, s-
 
 /* --- loading --------------------------------------------------------------- */
 
-static int field_u64(gpuplan_ctx *ctx, const gpuplan__pv *d, const char *key, const char *what,
-                     size_t idx, uint64_t *out) {
-  int64_t v;
-  if (gpuplan__pv_int(gpuplan__pv_get(d, key), &v) != 0 || v < 0)
+/* The error of an integer field that is missing or negative: "snapshot:
+ * segment 3: ...", or with its segment "snapshot: segment 3 block 5: ..."
+ * (seg SIZE_MAX: none).  Error path only. */
+static int bad_u64(gpuplan_ctx *ctx, const char *key, const char *what, size_t idx, size_t seg) {
+  if (seg != SIZE_MAX)
     return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                          "snapshot: %s %zu: field '%s' is missing or not a non-negative integer",
+                          "snapshot: segment %zu %s %zu: field '%s' is missing or not a non-negative integer", seg,
                           what, idx, key);
-  *out = (uint64_t)v;
-  return GPUPLAN_OK;
+  return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: %s %zu: field '%s' is missing or not a non-negative integer",
+                        what, idx, key);
 }
 
 /* The file's allocator_settings onto a conf; a value PyTorch itself would
@@ -279,18 +280,15 @@ static void fields_get(fields *f, const gpuplan__pv *d, const gpuplan__pv **v) {
   }
 }
 
-/* field_u64 for a value fields_get found. */
+/* An integer field (a value fields_get found) as a size: non-negative, or the file's error naming it. */
 static inline int value_u64(gpuplan_ctx *ctx, const gpuplan__pv *v, const char *key, const char *what, size_t idx,
-                            uint64_t *out) {
+                            size_t seg, uint64_t *out) {
   int64_t i;
   if (v && v->type == GPUPLAN__PV_INT && v->u.i >= 0) { /* (the usual case, here) */
     *out = (uint64_t)v->u.i;
     return GPUPLAN_OK;
   }
-  if (gpuplan__pv_int(v, &i) != 0 || i < 0)
-    return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                          "snapshot: %s %zu: field '%s' is missing or not a non-negative integer",
-                          what, idx, key);
+  if (gpuplan__pv_int(v, &i) != 0 || i < 0) return bad_u64(ctx, key, what, idx, seg);
   *out = (uint64_t)i;
   return GPUPLAN_OK;
 }
@@ -349,40 +347,29 @@ static int pf_int(const gpuplan__pfield *r, int64_t *out) {
 
 /* value_u64 of a field. */
 static int pf_u64_value(gpuplan_ctx *ctx, const gpuplan__pfield *r, const char *key, const char *what, size_t idx,
-                        uint64_t *out) {
+                        size_t seg, uint64_t *out) {
   gpuplan__pv tmp;
-  return value_u64(ctx, gpuplan__pf_value(r, &tmp), key, what, idx, out);
+  return value_u64(ctx, gpuplan__pf_value(r, &tmp), key, what, idx, seg, out);
 }
 
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((always_inline)) /* (convert's every integer: the compiler left it a call) */
 #endif
 static inline int pf_u64(gpuplan_ctx *ctx, const gpuplan__pfield *r, const char *key, const char *what, size_t idx,
-                         uint64_t *out) {
+                         size_t seg, uint64_t *out) {
   if (r->v == &gpuplan__pf_int && r->i >= 0) { /* (a record's integer: the usual case) */
     *out = (uint64_t)r->i;
     return GPUPLAN_OK;
   }
-  return pf_u64_value(ctx, r, key, what, idx, out);
-}
-
-/* A block field's error ("snapshot: block J: ...") said with its segment
- * ("snapshot: segment I block J: ..."), as the other block errors say it
- * (review 2026-12-02: the segment was not named).  Error path only. */
-static int in_segment(gpuplan_ctx *ctx, int rc, size_t seg) {
-  char msg[512];
-  const char *m = gpuplan_errmsg(ctx), *pre = "snapshot: block ";
-  if (strncmp(m, pre, strlen(pre)) != 0) return rc;
-  snprintf(msg, sizeof msg, "%s", m + strlen(pre));
-  return gpuplan__error(ctx, rc, "snapshot: segment %zu block %s", seg, msg);
+  return pf_u64_value(ctx, r, key, what, idx, seg, out);
 }
 
 static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t values, gpuplan_snapshot *s) {
-  const gpuplan__pv *segs, *traces, *tr = NULL, *seen_type[2] = {NULL, NULL};
+  static const char *const state_names[3] = {"inactive", "active_allocated", "active_pending_free"};
+  const gpuplan__pv *segs, *traces, *tr = NULL, *seen_type[2] = {NULL, NULL}, *seen_state[3] = {NULL, NULL, NULL};
   size_t i, j, total = 0, used = 0;
   uint64_t reserved_sum = 0; /* the segments' total_size so far */
   int64_t dev;
-  int rc;
   fields sf, bf;
   int list_format = root && root->type == GPUPLAN__PV_LIST;
   if (!root || (root->type != GPUPLAN__PV_DICT && !list_format))
@@ -519,9 +506,9 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
         if (!r->expandable) s->private_cudamalloc++;
       }
     }
-    GPUPLAN_TRY(pf_u64(ctx, &v[SF_ADDRESS], "address", "segment", i, &r->addr));
-    GPUPLAN_TRY(pf_u64(ctx, &v[SF_TOTAL_SIZE], "total_size", "segment", i, &r->size));
-    if (v[SF_STREAM].v) GPUPLAN_TRY(pf_u64(ctx, &v[SF_STREAM], "stream", "segment", i, &r->stream));
+    GPUPLAN_TRY(pf_u64(ctx, &v[SF_ADDRESS], "address", "segment", i, SIZE_MAX, &r->addr));
+    GPUPLAN_TRY(pf_u64(ctx, &v[SF_TOTAL_SIZE], "total_size", "segment", i, SIZE_MAX, &r->size));
+    if (v[SF_STREAM].v) GPUPLAN_TRY(pf_u64(ctx, &v[SF_STREAM], "stream", "segment", i, SIZE_MAX, &r->stream));
     type = v[SF_TYPE].v;
     if (!type) {
       r->small = r->size == KSMALL_BUFFER;
@@ -571,33 +558,40 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
       gpuplan__pfield bbuf[FIELDS_MAX];
       const gpuplan__pfield *bv = item_fields(&bf, blocks, j, bbuf);
       rblock rb;
-      const char *bstate;
+      const gpuplan__pv *bstate;
       memset(&rb, 0, sizeof rb);
       if (!bv) return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: segment %zu block %zu is not a dict", i, j);
-      if ((rc = pf_u64(ctx, &bv[BF_SIZE], "size", "block", j, &rb.size))) return in_segment(ctx, rc, i);
+      GPUPLAN_TRY(pf_u64(ctx, &bv[BF_SIZE], "size", "block", j, i, &rb.size));
       if (bv[BF_REQUESTED].v) {
-        if ((rc = pf_u64(ctx, &bv[BF_REQUESTED], "requested_size", "block", j, &rb.requested)))
-          return in_segment(ctx, rc, i);
+        GPUPLAN_TRY(pf_u64(ctx, &bv[BF_REQUESTED], "requested_size", "block", j, i, &rb.requested));
       } else {
         /* Older files: the request is the first entry of the block's
          * history ({real_size, frames}), as _memory_viz._block_extra_legacy. */
         const gpuplan__pv *h = bv[BF_HISTORY].v;
-        if (h && h->type == GPUPLAN__PV_LIST && h->u.seq.n &&
-            (rc = field_u64(ctx, h->u.seq.items[0], "real_size", "block history", j, &rb.requested)))
-          return gpuplan__error(ctx, rc, "snapshot: segment %zu block %zu: its history's first 'real_size' is "
-                                         "missing or not a non-negative integer", i, j);
+        if (h && h->type == GPUPLAN__PV_LIST && h->u.seq.n)
+          GPUPLAN_TRY(value_u64(ctx, gpuplan__pv_get(h->u.seq.items[0], "real_size"), "history[0].real_size", "block",
+                                j, i, &rb.requested));
       }
       rb.addr = at; /* blocks tile the segment in address order */
       /* The three states torch writes; anything else is the file's error
-       * (review 2026-12-02: 'bogus' counted as allocated, 7 as free). */
-      bstate = bv[BF_STATE].v ? gpuplan__pv_str(bv[BF_STATE].v) : "inactive";
-      if (!bstate || (strcmp(bstate, "inactive") != 0 && strcmp(bstate, "active_allocated") != 0 &&
-                      strcmp(bstate, "active_pending_free") != 0))
-        return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                              "snapshot: segment %zu block %zu: field 'state' is not 'active_allocated', "
-                              "'active_pending_free' or 'inactive'", i, j);
-      rb.allocated = strcmp(bstate, "inactive") != 0;
-      rb.pending = strcmp(bstate, "active_pending_free") == 0;
+       * (review 2026-12-02: 'bogus' counted as allocated, 7 as free).  As
+       * segment_type's, each state's str is read when a new one comes. */
+      bstate = bv[BF_STATE].v;
+      if (bstate) {
+        int st;
+        for (st = 0; st < 3 && bstate != seen_state[st]; st++) continue;
+        if (st == 3) {
+          const char *t = gpuplan__pv_str(bstate);
+          for (st = 0; st < 3 && !(t && strcmp(t, state_names[st]) == 0); st++) continue;
+          if (st == 3)
+            return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                                  "snapshot: segment %zu block %zu: field 'state' is not 'active_allocated', "
+                                  "'active_pending_free' or 'inactive'", i, j);
+          seen_state[st] = bstate;
+        }
+        rb.allocated = st != 0;
+        rb.pending = st == 2;
+      }
       /* A live block was asked for at most its size (a free one keeps the
        * requested_size of its last use, which a merge may exceed: real
        * files have them) */
@@ -666,12 +660,12 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
       }
       if (o->action == GPUPLAN_ACT_OOM) {
         if (v[EF_DEVICE_FREE].v)
-          GPUPLAN_TRY(pf_u64(ctx, &v[EF_DEVICE_FREE], "device_free", "trace event", i, &o->device_free));
+          GPUPLAN_TRY(pf_u64(ctx, &v[EF_DEVICE_FREE], "device_free", "trace event", i, SIZE_MAX, &o->device_free));
       } else if (o->action != GPUPLAN_ACT_SNAPSHOT) {
-        GPUPLAN_TRY(pf_u64(ctx, &v[EF_ADDR], "addr", "trace event", i, &o->addr));
+        GPUPLAN_TRY(pf_u64(ctx, &v[EF_ADDR], "addr", "trace event", i, SIZE_MAX, &o->addr));
       }
-      GPUPLAN_TRY(pf_u64(ctx, &v[EF_SIZE], "size", "trace event", i, &o->size));
-      if (v[EF_STREAM].v) GPUPLAN_TRY(pf_u64(ctx, &v[EF_STREAM], "stream", "trace event", i, &o->stream));
+      GPUPLAN_TRY(pf_u64(ctx, &v[EF_SIZE], "size", "trace event", i, SIZE_MAX, &o->size));
+      if (v[EF_STREAM].v) GPUPLAN_TRY(pf_u64(ctx, &v[EF_STREAM], "stream", "trace event", i, SIZE_MAX, &o->stream));
       s->nev++;
     }
   }
