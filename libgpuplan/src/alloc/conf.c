@@ -61,100 +61,6 @@ void gpuplan__torch_release_name(unsigned r, char *buf, size_t cap) {
  * PYTORCH_CUDA_ALLOC_CONF existed ([HDR] instance()). */
 int gpuplan__reads_pytorch_alloc_conf(unsigned release) { return release >= 210; }
 
-/* 2.10 reads the two variables per key.  The generic keys go through
- * AcceleratorAllocatorConfig, which reads PYTORCH_ALLOC_CONF first ([ACF])
- * and skips keys it does not know (skipKey); the CUDA allocator's own go
- * through CUDAAllocatorConfig::instance(), which reads
- * PYTORCH_CUDA_ALLOC_CONF first and PYTORCH_ALLOC_CONF only when that is
- * unset ("keep the parsing order and logic stable", the refactored
- * c10/cuda/CUDAAllocatorConfig.h with per_process_memory_fraction, index id
- * 695804354), and refuses a key neither config knows ("Unrecognized key
- * ... in CUDA allocator config.").  Its getKeys(): */
-static const char *const cuda_keys[] = {"backend", "release_lock_on_cudamalloc", "pinned_use_cuda_host_register",
-                                        "release_lock_on_hipmalloc", "pinned_use_hip_host_register",
-                                        "graph_capture_record_stream_reuse", "pinned_reserve_segment_size_mb",
-                                        "pinned_num_register_threads", "per_process_memory_fraction"};
-/* AcceleratorAllocatorConfig's ([ACF] parseArgs; large_segment_size_mb:
- * main after 2.10, pytorch#172056) */
-static const char *const generic_keys[] = {"max_split_size_mb", "max_non_split_rounding_mb",
-                                           "garbage_collection_threshold", "roundup_power2_divisions",
-                                           "expandable_segments", "pinned_use_background_threads",
-                                           "large_segment_size_mb"};
-
-static int key_in(const char *const *set, size_t n, const char *k, size_t len) {
-  size_t i;
-  for (i = 0; i < n; i++)
-    if (strlen(set[i]) == len && memcmp(set[i], k, len) == 0) return 1;
-  return 0;
-}
-#define IN(set, k, len) key_in(set, sizeof set / sizeof *set, k, len)
-
-/* The pair of text at *pp (up to a ',' outside [...]), its key [*k, *ke);
- * *pp moves past it and its ','.  Returns the pair's start, NULL at the end. */
-static const char *next_pair(const char **pp, const char **k, const char **ke, size_t *n) {
-  const char *p = *pp, *b = p;
-  int depth = 0;
-  if (!*p) return NULL;
-  while (*p && (depth || *p != ',')) {
-    if (*p == '[') depth++;
-    else if (*p == ']' && depth) depth--;
-    p++;
-  }
-  *n = (size_t)(p - b);
-  for (*k = b; *k < p && **k == ' '; (*k)++) continue;
-  for (*ke = *k; *ke < p && **ke != ':' && **ke != ' ' && **ke != '['; (*ke)++) continue;
-  *pp = *p == ',' ? p + 1 : p;
-  return b;
-}
-
-static size_t put_pair(char *out, size_t at, size_t cap, const char *b, size_t n) {
-  if (at == SIZE_MAX || at + (at ? 1 : 0) + n + 1 > cap) return SIZE_MAX;
-  if (at) out[at++] = ',';
-  memcpy(out + at, b, n);
-  at += n;
-  out[at] = '\0';
-  return at;
-}
-
-/* put_pair into a report that may be cut short: what fits is kept */
-static size_t note_pair(char *out, size_t at, size_t cap, const char *b, size_t n) {
-  size_t r = put_pair(out, at, cap, b, n);
-  return r == SIZE_MAX ? at : r;
-}
-
-size_t gpuplan__alloc_conf_split_210(const char *generic_from, const char *cuda_from, char *out, size_t cap,
-                                     char *unknown, size_t ucap, char *unread, size_t rcap) {
-  const char *p, *b, *k, *ke;
-  size_t at = 0, n, rat = 0;
-  if (!cap) return SIZE_MAX;
-  out[0] = '\0';
-  if (ucap) unknown[0] = '\0';
-  if (rcap) unread[0] = '\0';
-  /* The CUDA allocator's keys first (from PYTORCH_CUDA_ALLOC_CONF): an
-   * unclosed list of the other text then ends the text, where the parser
-   * says so.  A key neither config knows is the CUDA parser's error. */
-  for (p = cuda_from; (b = next_pair(&p, &k, &ke, &n));) {
-    if (ke == k || IN(cuda_keys, k, (size_t)(ke - k))) {
-      at = put_pair(out, at, cap, b, n);
-    } else if (!IN(generic_keys, k, (size_t)(ke - k))) {
-      if (ucap) snprintf(unknown, ucap, "%.*s", (int)(ke - k), k);
-      return at == SIZE_MAX ? SIZE_MAX : 0;
-    } else {
-      rat = note_pair(unread, rat, rcap, b, n); /* a generic key: not read */
-    }
-  }
-  /* The generic keys from PYTORCH_ALLOC_CONF: the CUDA allocator's own are
-   * not read there (the CUDA config read the other variable), unknown ones
-   * are skipped as skipKey does; an empty key stays, for the parser to
-   * refuse as it refuses it alone. */
-  for (p = generic_from; (b = next_pair(&p, &k, &ke, &n));) {
-    if (ke == k || IN(generic_keys, k, (size_t)(ke - k))) at = put_pair(out, at, cap, b, n);
-    else rat = note_pair(unread, rat, rcap, b, n);
-  }
-  return at;
-}
-#undef IN
-
 /* The OOM text.  <= 2.0: "(GPU 0; ... total capacity; ...)" ([113], id
  * 171536164); 2.2-2.9: "GPU 0 has a total capacity of ..." with
  * PYTORCH_CUDA_ALLOC_CONF and the pytorch.org #environment-variables link
@@ -300,12 +206,13 @@ static int div_err(gpuplan_ctx *ctx, const char *what, const char *tok) {
                         (int)(n > 60 ? 60 : n), tok);
 }
 
-/* roundup_power2_divisions: "4" or "[256:1,512:2,1024:4,>:8]" (R5). */
 /* The largest division PyTorch reads: 2.0-2.9 read it with stoi (an int:
  * 2^30 is the largest power of two), 2.10 with toSizeT; gpuplan keeps it in
  * an unsigned and takes up to 2^30 in every release (was 65536, a cap
  * PyTorch never had; review 2026-12-02). */
 #define MAX_DIVISIONS (1u << 30)
+
+/* roundup_power2_divisions: "4" or "[256:1,512:2,1024:4,>:8]" (R5). */
 
 static const char *parse_divisions(gpuplan_ctx *ctx, const char *p, gpuplan_alloc_conf *c,
                                    int *rc) {
@@ -338,7 +245,7 @@ static const char *parse_divisions(gpuplan_ctx *ctx, const char *p, gpuplan_allo
     return NULL;
   }
   {
-    int last = -1, first = 1;
+    int last = 0, first = 1; /* PyTorch's last_index and first_value */
     p++;
     for (;;) {
       uint64_t key = 0, val;
@@ -374,8 +281,7 @@ static const char *parse_divisions(gpuplan_ctx *ctx, const char *p, gpuplan_allo
         /* last_index starts at 0 in both ([CFG], [ACF]): a '>' before any
          * key fills from 0 up to 2.9 and from 1 in 2.10 (review
          * 2026-12-02: was from 0) */
-        int li = last < 0 ? 0 : last;
-        int from = c->release >= 210 ? li + 1 : li;
+        int from = c->release >= 210 ? last + 1 : last;
         for (i = from; i < 16; i++) c->roundup_divisions[i] = (unsigned)val;
       } else {
         idx = ilog2(key);
@@ -430,43 +336,44 @@ static int parse_bool(const char *v, size_t n, int *out) {
 typedef struct key_rule {
   const char *name;
   unsigned since, until;
+  int cuda; /* 2.10's CUDAAllocatorConfig::getKeys() has it: the CUDA allocator's own, not the generic config's */
 } key_rule;
 
 static const key_rule keys[] = {
   /* [113] CachingAllocatorConfig::parseArgs: the four keys of 1.13 */
-  {"max_split_size_mb", 113, 0},
-  {"roundup_power2_divisions", 113, 0},
-  {"garbage_collection_threshold", 113, 0},
+  {"max_split_size_mb", 113, 0, 0},
+  {"roundup_power2_divisions", 113, 0, 0},
+  {"garbage_collection_threshold", 113, 0, 0},
   /* [113]; gone from CUDAAllocatorConfig.cpp (split out for 2.0), the
    * per-interval list of pytorch#87290 replacing it ([CCA] @ eb42ad6e has
    * no bypass) */
-  {"roundup_bypass_threshold_mb", 113, 113},
+  {"roundup_bypass_threshold_mb", 113, 113, 0},
   /* backend:cudaMallocAsync (pytorch#82682, re-opened 2022-08): not in
    * [113]'s v1.13.1 copy, in its late-2022 main (id 171536164): 2.0 */
-  {"backend", 200, 0},
+  {"backend", 200, 0, 1},
   /* pytorch#96995, merged April 2023 (pytorch#100184 enables it in fbcode
    * "now that expandable_segments has been merged from OSS"): 2.1 */
-  {"expandable_segments", 201, 0},
+  {"expandable_segments", 201, 0, 0},
   /* pytorch#108367 (2023-08-31, after the 2.1 branch cut): 2.2 */
-  {"release_lock_on_cudamalloc", 202, 0},
+  {"release_lock_on_cudamalloc", 202, 0, 1},
   /* pytorch#108488 (reviewed 2023-10-05): 2.2 */
-  {"pinned_use_cuda_host_register", 202, 0},
-  {"pinned_num_register_threads", 202, 0},
+  {"pinned_use_cuda_host_register", 202, 0, 1},
+  {"pinned_num_register_threads", 202, 0, 1},
   /* pytorch#136174 (2024-09-16, after the 2.5 branch cut): 2.6 */
-  {"max_non_split_rounding_mb", 206, 0},
+  {"max_non_split_rounding_mb", 206, 0, 0},
   /* in [HDR] @ 012117ce beside max_non_split_rounding; the pull request
    * was not found: taken as 2.6 (docs/allocator.md marks it unverified) */
-  {"pinned_use_background_threads", 206, 0},
+  {"pinned_use_background_threads", 206, 0, 0},
   /* pytorch#158352 (merged before 2025-09-04, pytorch#162186 builds on
    * it): 2.9 */
-  {"graph_capture_record_stream_reuse", 209, 0},
+  {"graph_capture_record_stream_reuse", 209, 0, 1},
   /* pytorch#164501 (2025-10-02, after the 2.9 branch cut): 2.10 */
-  {"pinned_reserve_segment_size_mb", 210, 0},
+  {"pinned_reserve_segment_size_mb", 210, 0, 1},
   /* pytorch#161035; in [CFG] @ b944315b, not in the 2.9 parser
    * (id 706613213, which already has pinned_reserve_segment_size_mb): 2.10 */
-  {"per_process_memory_fraction", 210, 0},
+  {"per_process_memory_fraction", 210, 0, 1},
   /* pytorch#172056 (2026-01-09, after the 2.10 branch cut): main */
-  {"large_segment_size_mb", REL_MAIN, 0},
+  {"large_segment_size_mb", REL_MAIN, 0, 0},
 };
 
 static const key_rule *find_key(const char *k, size_t n) {
@@ -474,6 +381,92 @@ static const key_rule *find_key(const char *k, size_t n) {
   for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
     if (strlen(keys[i].name) == n && strncmp(keys[i].name, k, n) == 0) return &keys[i];
   return NULL;
+}
+
+/* 2.10 reads the two variables per key.  The generic keys go through
+ * AcceleratorAllocatorConfig, which reads PYTORCH_ALLOC_CONF first ([ACF])
+ * and skips keys it does not know (skipKey); the CUDA allocator's own (the
+ * table's `cuda` rows: CUDAAllocatorConfig::getKeys()) go through
+ * CUDAAllocatorConfig::instance(), which reads PYTORCH_CUDA_ALLOC_CONF
+ * first and PYTORCH_ALLOC_CONF only when that is unset ("keep the parsing
+ * order and logic stable", the refactored c10/cuda/CUDAAllocatorConfig.h
+ * with per_process_memory_fraction, index id 695804354), and refuses a key
+ * neither config knows ("Unrecognized key ... in CUDA allocator config."). */
+
+/* The pair of text at *pp (up to a ',' outside [...]), its key [*k, *ke);
+ * *pp moves past it and its ','.  Returns the pair's start, NULL at the end. */
+static const char *next_pair(const char **pp, const char **k, const char **ke, size_t *n) {
+  const char *p = *pp, *b = p;
+  int depth = 0;
+  if (!*p) return NULL;
+  while (*p && (depth || *p != ',')) {
+    if (*p == '[') depth++;
+    else if (*p == ']' && depth) depth--;
+    p++;
+  }
+  *n = (size_t)(p - b);
+  for (*k = b; *k < p && **k == ' '; (*k)++) continue;
+  for (*ke = *k; *ke < p && **ke != ':' && **ke != ' ' && **ke != '['; (*ke)++) continue;
+  *pp = *p == ',' ? p + 1 : p;
+  return b;
+}
+
+static size_t put_pair(char *out, size_t at, size_t cap, const char *b, size_t n) {
+  if (at == SIZE_MAX || at + (at ? 1 : 0) + n + 1 > cap) return SIZE_MAX;
+  if (at) out[at++] = ',';
+  memcpy(out + at, b, n);
+  at += n;
+  out[at] = '\0';
+  return at;
+}
+
+/* put_pair into a report that may be cut short: what fits is kept */
+static size_t note_pair(char *out, size_t at, size_t cap, const char *b, size_t n) {
+  size_t r = put_pair(out, at, cap, b, n);
+  return r == SIZE_MAX ? at : r;
+}
+
+/* A key of the release: -1 none, 0 generic, 1 the CUDA allocator's own. */
+static int key_kind(unsigned release, const char *k, size_t n) {
+  const key_rule *r = find_key(k, n);
+  if (!r || release < r->since || (r->until && release > r->until)) return -1;
+  return r->cuda;
+}
+
+size_t gpuplan__alloc_conf_split_210(unsigned release, const char *generic_from, const char *cuda_from, char *out,
+                                     size_t cap, size_t *cuda_len, char *unknown, size_t ucap, char *unread,
+                                     size_t rcap) {
+  const char *p, *b, *k, *ke;
+  size_t at = 0, n, rat = 0;
+  *cuda_len = 0;
+  if (!cap) return SIZE_MAX;
+  out[0] = '\0';
+  if (ucap) unknown[0] = '\0';
+  if (rcap) unread[0] = '\0';
+  /* The CUDA allocator's keys first (from PYTORCH_CUDA_ALLOC_CONF): an
+   * unclosed list of the other text then ends the text, where the parser
+   * says so.  A key neither config knows is the CUDA parser's error. */
+  for (p = cuda_from; (b = next_pair(&p, &k, &ke, &n));) {
+    int kind = ke == k ? 1 : key_kind(release, k, (size_t)(ke - k)); /* (an empty key: the parser refuses it) */
+    if (kind == 1) {
+      at = put_pair(out, at, cap, b, n);
+    } else if (kind < 0) {
+      if (ucap) snprintf(unknown, ucap, "%.*s", (int)(ke - k), k);
+      return at == SIZE_MAX ? SIZE_MAX : 0;
+    } else {
+      rat = note_pair(unread, rat, rcap, b, n); /* a generic key: not read */
+    }
+  }
+  *cuda_len = at;
+  /* The generic keys from PYTORCH_ALLOC_CONF: the CUDA allocator's own are
+   * not read there (the CUDA config read the other variable), unknown ones
+   * are skipped as skipKey does; an empty key stays, for the parser to
+   * refuse as it refuses it alone. */
+  for (p = generic_from; (b = next_pair(&p, &k, &ke, &n));) {
+    if (ke == k || key_kind(release, k, (size_t)(ke - k)) == 0) at = put_pair(out, at, cap, b, n);
+    else rat = note_pair(unread, rat, rcap, b, n);
+  }
+  return at;
 }
 
 /* What the release said of a key it did not know: 2.10 and later

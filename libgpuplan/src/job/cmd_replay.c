@@ -110,12 +110,11 @@ int gpuplan__alloc_conf_source(gpuplan_job *j, unsigned release, const char **co
      * PYTORCH_CUDA_ALLOC_CONF (conf.c; review 2026-12-02: the fraction of
      * PYTORCH_CUDA_ALLOC_CONF was dropped) */
     const char *g = env ? env : "", *c = env_old ? env_old : "";
-    size_t cap = strlen(g) + strlen(c) + 2, n, generic;
+    size_t cap = strlen(g) + strlen(c) + 2, n, cuda;
     char *both = gpuplan__arena_alloc(&j->arena, cap), unknown[64], unread[256];
     if (!both) return gpuplan__nomem(j->ctx);
-    generic = gpuplan__alloc_conf_split_210(g, "", both, cap, unknown, sizeof unknown, unread, sizeof unread);
-    n = gpuplan__alloc_conf_split_210(g, c, both, cap, unknown, sizeof unknown, unread, sizeof unread);
-    if (n == SIZE_MAX || generic == SIZE_MAX)
+    n = gpuplan__alloc_conf_split_210(release, g, c, both, cap, &cuda, unknown, sizeof unknown, unread, sizeof unread);
+    if (n == SIZE_MAX)
       return gpuplan__error(j->ctx, GPUPLAN_ERROR, "alloc conf: the two variables' keys miscounted");
     if (unknown[0])
       return gpuplan__error(j->ctx, GPUPLAN_EINVAL,
@@ -129,8 +128,7 @@ int gpuplan__alloc_conf_source(gpuplan_job *j, unsigned release, const char **co
                "set: '%.200s' was not read, as that release does not read it",
                rel, unread);
     *conf = n ? both : NULL;
-    *from = !n ? "defaults" : n == generic ? names[0] : !generic ? names[1]
-                                                    : "PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF";
+    *from = !n ? "defaults" : !cuda ? names[0] : n == cuda ? names[1] : "PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF";
   } else if (gpuplan__reads_pytorch_alloc_conf(release)) {
     /* 2.10+: c10/core/AllocatorConfig.cpp reads PYTORCH_ALLOC_CONF first,
      * then the deprecated PYTORCH_CUDA_ALLOC_CONF */
