@@ -933,8 +933,6 @@ typedef tr_pool tpool;
 
 GPUPLAN__TREAP(tr, tnode) /* common/treap.h: tr_split, tr_merge, tr_le, tr_link, tr_unlink */
 
-static long t_le(const tpool *t, long x, uint64_t key) { return tr_le(t->v, x, key); }
-
 static long t_eq(const tpool *t, long root, uint64_t key) {
   long x = tr_le(t->v, root, key);
   return x >= 0 && t->v[x].b.addr == key ? x : -1;
@@ -1016,7 +1014,7 @@ static int undo_map(const gpuplan_alloc_event *e, size_t i, state *st, tpool *t,
                          "expandable segment at the end", (unsigned long long)e->size, (unsigned long long)e->addr),
            GPUPLAN_OK;
   g = st->v[si];
-  x = t_le(t, st->v[si]->troot, e->addr);
+  x = tr_le(t->v, st->v[si]->troot, e->addr);
   if (x < 0 || t->v[x].b.allocated || end > t->v[x].b.addr + t->v[x].b.size)
     return diverge(r, i, "rebuilding: segment_map of %llu bytes at 0x%llx does not fit a free block",
                    (unsigned long long)e->size, (unsigned long long)e->addr), GPUPLAN_OK;
@@ -1065,7 +1063,7 @@ static void join_ranges(state *st, tpool *t, size_t a) {
   if (!ga->expandable || !gc->expandable || ga->addr + ga->size != gc->addr || ga->stream != gc->stream ||
       ga->small != gc->small)
     return;
-  x = t_le(t, st->v[a]->troot, gc->addr - 1); /* a's last block */
+  x = tr_le(t->v, st->v[a]->troot, gc->addr - 1); /* a's last block */
   y = t_eq(t, st->v[c]->troot, gc->addr);     /* c's first */
   n = st->v[a]->tcount + st->v[c]->tcount;
   if (x >= 0 && y >= 0 && !t->v[x].b.allocated && !t->v[y].b.allocated) {
@@ -1166,7 +1164,7 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
         t->v[x].b.size += t->v[nx].b.size;
         t_erase(t, st->v[si], t->v[nx].b.addr);
       }
-      px = t->v[x].b.addr > g->addr ? t_le(t, st->v[si]->troot, t->v[x].b.addr - 1) : -1;
+      px = t->v[x].b.addr > g->addr ? tr_le(t->v, st->v[si]->troot, t->v[x].b.addr - 1) : -1;
       if (px >= 0 && !t->v[px].b.allocated) {
         t->v[px].b.size += t->v[x].b.size;
         t_erase(t, st->v[si], t->v[x].b.addr);
@@ -1178,7 +1176,7 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
       si = pseg_find_hint(st->v, st->n, e->addr, &hint);
       if (si < 0) return diverge(r, i, "rebuilding: free at 0x%llx lies in no segment", (unsigned long long)e->addr), GPUPLAN_OK;
       g = st->v[si];
-      x = t_le(t, st->v[si]->troot, e->addr);
+      x = tr_le(t->v, st->v[si]->troot, e->addr);
       if (x < 0 || t->v[x].b.allocated || e->addr + rsz > t->v[x].b.addr + t->v[x].b.size)
         return diverge(r, i, "rebuilding: free of %llu bytes at 0x%llx does not fit a free block", (unsigned long long)e->size, (unsigned long long)e->addr), GPUPLAN_OK;
       f = t->v[x].b;
@@ -1201,7 +1199,7 @@ static int rebuild_tree(const gpuplan_snapshot *s, state *st, tpool *t, gpuplan_
       mid.allocated = 1;
       if (f.addr < e->addr) {
         uint64_t lead = e->addr - f.addr;
-        px = f.addr > g->addr ? t_le(t, st->v[si]->troot, f.addr - 1) : -1;
+        px = f.addr > g->addr ? tr_le(t->v, st->v[si]->troot, f.addr - 1) : -1;
         if (!g->small && lead <= KSMALL_SIZE && px >= 0 && t->v[px].b.allocated && t->v[px].b.slack >= lead) {
           /* The fragment before this block was the remainder of the
            * ambiguous block before it (a free large block is > 1 MiB). */
@@ -1564,8 +1562,6 @@ static void layout_dispose(gpuplan_ctx *ctx, gpuplan__replay_layout *l) {
   gpuplan__free(ctx, l->blocks);
   memset(l, 0, sizeof *l);
 }
-
-
 
 /* --- private pools in the trace -------------------------------------------- */
 
@@ -2432,9 +2428,6 @@ static int learn(const gpuplan_snapshot *s, const state *st, const gpuplan_repla
   return 1;
 }
 
-/* Memory as the trace itself records it, from a start state: reserved
- * from its cudaMalloc/cudaFree (and maps), allocated from its allocations
- * (rounded requests) and frees. */
 /* v + sign * n, saturated to int64_t's range: a file's sizes are any
  * uint64_t, and a hostile one must not overflow the running sums. */
 static int64_t sat_add(int64_t v, uint64_t n, int sign) {
@@ -2443,6 +2436,9 @@ static int64_t sat_add(int64_t v, uint64_t n, int sign) {
   return v < INT64_MIN + d ? INT64_MIN : v - d;
 }
 
+/* Memory as the trace itself records it, from a start state: reserved
+ * from its cudaMalloc/cudaFree (and maps), allocated from its allocations
+ * (rounded requests) and frees. */
 static int trace_figures(gpuplan_ctx *ctx, const gpuplan_snapshot *s, const state *st, gpuplan_replay_result *r,
                          size_t *contradiction);
 
