@@ -130,6 +130,8 @@ int gpuplan__reads_pytorch_alloc_conf(unsigned release);
 size_t gpuplan__alloc_conf_split_210(unsigned release, const char *generic_from, const char *cuda_from, char *out,
                                      size_t cap, size_t *cuda_len, char *unknown, size_t ucap, char *unread,
                                      size_t rcap);
+/* The variable gpuplan_oom_info.conf_var names (oom.c), or NULL for 0. */
+const char *gpuplan__oom_conf_var(int conf_var);
 /* More release rules outside the allocator (conf.c, beside the others):
  * 1.13's snapshot layout, expandable segments (2.1 on), and which rounding
  * rules of gpuplan__round_size apply (0: 1.13, 1: 2.0-2.3, 2: 2.4 on). */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc/alloc_int.h"
 #include "common/internal.h"
 
 /* The fix a message in torch 2.0's (or 1.13's) wording gets instead of
@@ -125,6 +126,13 @@ static char *normalized(gpuplan_ctx *ctx, const char *text) {
  * listed "Process N" to be taken for this one (gpuplan_oom_parse) */
 #define SELF_OUTSIDE (4ull << 30)
 
+const char *gpuplan__oom_conf_var(int conf_var) {
+  return conf_var == 1 ? "PYTORCH_CUDA_ALLOC_CONF"
+         : conf_var == 2 ? "PYTORCH_ALLOC_CONF"
+         : conf_var == 3 ? "PYTORCH_HIP_ALLOC_CONF"
+                         : NULL;
+}
+
 int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
   const char *s, *p, *next, *cap;
   char *msg = NULL;
@@ -217,18 +225,16 @@ int gpuplan_oom_parse(gpuplan_ctx *ctx, const char *text, gpuplan_oom_info *o) {
     }
     /* No "this process has": PyTorch did not find its own PID among
      * NVML's (a container: NVML gives the host's PIDs), so it listed
-     * itself as "Process N".  The one listed process holding what PyTorch
-     * reserved plus at most SELF_OUTSIDE (the CUDA context, cuBLAS and
-     * NCCL: a few hundred MiB to a few GiB) is this one; two such, or one
-     * holding far more, cannot be told from another job. */
+     * itself as "Process N".  A listed process holding at least what
+     * PyTorch reserved is this one when it holds at most SELF_OUTSIDE more
+     * (the CUDA context, cuBLAS and NCCL: a few hundred MiB to a few GiB),
+     * or when it cannot be another (it and PyTorch's reservation would not
+     * both fit in what the card had in use); two such cannot be told apart. */
     if (!o->process && o->nprocs) {
-      uint64_t self = 0;
+      uint64_t self = 0, used = o->total > o->free ? o->total - o->free : 0;
       int cands = 0;
       for (p = s; (p = strstr(p, "Process ")) != NULL; p += 8) {
         uint64_t x;
-        /* (or one that cannot be another: it and PyTorch's reservation
-         * would not both fit in what the card had in use) */
-        uint64_t used = o->total > o->free ? o->total - o->free : 0;
         if (find_size(p, " has ", &x) && o->reserved && x >= o->reserved &&
             (x - o->reserved <= SELF_OUTSIDE || o->reserved + x > used + used / 100))
           self = x, cands++;
@@ -276,9 +282,7 @@ int gpuplan_oom_explain(gpuplan_ctx *ctx, const gpuplan_oom_info *o, gpuplan_oom
                         char **text_out) {
   gpuplan__buf b;
   char A[32], F[32], U[32], P[32], T[32], X[32], N[32], H[32], PS[32];
-  const char *env = o->conf_var == 1   ? "PYTORCH_CUDA_ALLOC_CONF"
-                    : o->conf_var == 3 ? "PYTORCH_HIP_ALLOC_CONF"
-                                       : "PYTORCH_ALLOC_CONF";
+  const char *env = o->conf_var ? gpuplan__oom_conf_var(o->conf_var) : "PYTORCH_ALLOC_CONF";
   /* a message that does not name its variable: which one depends on the
    * release, said beside each fix */
   const char *env_note = o->conf_var ? "" : " (PYTORCH_CUDA_ALLOC_CONF before torch 2.10)";

@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include "alloc/alloc_int.h"
 #include "job/tools_int.h"
 
 static const char *const verdicts[] = {"fragmentation", "mixed", "demand", "other-process", "fraction",
@@ -48,11 +49,7 @@ int gpuplan__cmd_explain(gpuplan_job *j, gpuplan_doc **out) {
   put_size(b, "reserved_bytes", full, o.reserved);
   gpuplan__doc_uint(b, "process_bytes", o.process);
   gpuplan__doc_bool(b, "process_listed", o.self_listed);
-  if (o.conf_var)
-    gpuplan__doc_str(b, "conf_variable",
-                     o.conf_var == 2   ? "PYTORCH_ALLOC_CONF"
-                     : o.conf_var == 3 ? "PYTORCH_HIP_ALLOC_CONF"
-                                       : "PYTORCH_CUDA_ALLOC_CONF");
+  if (o.conf_var) gpuplan__doc_str(b, "conf_variable", gpuplan__oom_conf_var(o.conf_var));
   else gpuplan__doc_null(b, "conf_variable");
   gpuplan__doc_uint(b, "other_processes_bytes", o.others);
   gpuplan__doc_int(b, "other_processes", o.nprocs);
