@@ -120,16 +120,15 @@ gpuplan_ctx *gpuplan__alloc_ctx(const gpuplan_cachealloc *a);
 unsigned gpuplan__release_of(gpuplan_torch_version v);
 void gpuplan__torch_release_name(unsigned release, char *buf, size_t cap);
 int gpuplan__reads_pytorch_alloc_conf(unsigned release);
-/* 2.10's reading of both variables set (conf.c; keys as release knows them): the pairs of cuda_from
- * (PYTORCH_CUDA_ALLOC_CONF) whose keys are the CUDA allocator's own, then
- * those of generic_from (PYTORCH_ALLOC_CONF) that are generic, joined with
- * ',' into out (cap), the first *cuda_len bytes cuda_from's.  A key of cuda_from neither config knows is named in
- * unknown (ucap; 2.10 refuses it) and 0 returned; the pairs neither config
- * reads go to unread (rcap, truncated).  Returns the length, or SIZE_MAX
- * when cap is short. */
-size_t gpuplan__alloc_conf_split_210(unsigned release, const char *generic_from, const char *cuda_from, char *out,
-                                     size_t cap, size_t *cuda_len, char *unknown, size_t ucap, char *unread,
-                                     size_t rcap);
+/* 2.10's reading of both variables set (conf.c; keys as release knows
+ * them): the pairs of cuda_from (PYTORCH_CUDA_ALLOC_CONF) whose keys are the
+ * CUDA allocator's own, then those of generic_from (PYTORCH_ALLOC_CONF) that
+ * are generic, joined with ',' into out (cap: at least the two lengths + 2),
+ * *len bytes, the first *cuda_len cuda_from's; the pairs neither config
+ * reads go to unread (rcap, truncated).  A key of cuda_from no config knows
+ * is 2.10's error, said as the parser says it (GPUPLAN_EINVAL). */
+int gpuplan__alloc_conf_split_210(gpuplan_ctx *ctx, unsigned release, const char *generic_from, const char *cuda_from,
+                                  char *out, size_t cap, size_t *len, size_t *cuda_len, char *unread, size_t rcap);
 /* The variable gpuplan_oom_info.conf_var names (oom.c), or NULL for 0. */
 const char *gpuplan__oom_conf_var(int conf_var);
 /* More release rules outside the allocator (conf.c, beside the others):

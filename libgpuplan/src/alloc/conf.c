@@ -383,6 +383,42 @@ static const key_rule *find_key(const char *k, size_t n) {
   return NULL;
 }
 
+/* What the release said of a key it did not know: 2.10 and later
+ * TORCH_CHECK_VALUE "Unrecognized key 'X' in CUDA allocator config."
+ * ([CFG] @ 01f9ef32 parseArgs); before, TORCH_CHECK "Unrecognized
+ * CachingAllocator option: X" ([113], [CFG] id 706613213). */
+static void unrecognized(unsigned release, const char *key, char *buf, size_t cap) {
+  if (release >= 210) snprintf(buf, cap, "Unrecognized key '%s' in CUDA allocator config.", key);
+  else snprintf(buf, cap, "Unrecognized CachingAllocator option: %s", key);
+}
+
+static int key_error(gpuplan_ctx *ctx, unsigned release, const char *k, size_t klen, const key_rule *kr) {
+  char key[64], rel[24], since[24], said[128], known[512];
+  size_t i, n = 0;
+  snprintf(key, sizeof key, "%.*s", (int)(klen < 60 ? klen : 60), k);
+  gpuplan__torch_release_name(release, rel, sizeof rel);
+  unrecognized(release, key, said, sizeof said);
+  if (kr && release < kr->since) {
+    gpuplan__torch_release_name(kr->since, since, sizeof since);
+    return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                          "alloc conf: %s is not an option of torch %s: it came in %s (torch %s raised \"%s\")",
+                          key, rel, since, rel, said);
+  }
+  if (kr) {
+    gpuplan__torch_release_name(kr->until + 1 < 200 ? 200 : kr->until + 1, since, sizeof since);
+    return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                          "alloc conf: %s is not an option of torch %s: it was removed in %s (torch %s raised \"%s\")",
+                          key, rel, since, rel, said);
+  }
+  known[0] = '\0';
+  for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (release >= keys[i].since && (!keys[i].until || release <= keys[i].until))
+      n += (size_t)snprintf(known + n, n < sizeof known ? sizeof known - n : 0, "%s%s", n ? ", " : "",
+                            keys[i].name);
+  return gpuplan__error(ctx, GPUPLAN_EINVAL, "alloc conf: unknown key '%s' (torch %s raised \"%s\"; known: %s)", key,
+                        rel, said, known);
+}
+
 /* 2.10 reads the two variables per key.  The generic keys go through
  * AcceleratorAllocatorConfig, which reads PYTORCH_ALLOC_CONF first ([ACF])
  * and skips keys it does not know (skipKey); the CUDA allocator's own (the
@@ -433,16 +469,14 @@ static int key_kind(unsigned release, const char *k, size_t n) {
   return r->cuda;
 }
 
-size_t gpuplan__alloc_conf_split_210(unsigned release, const char *generic_from, const char *cuda_from, char *out,
-                                     size_t cap, size_t *cuda_len, char *unknown, size_t ucap, char *unread,
-                                     size_t rcap) {
+int gpuplan__alloc_conf_split_210(gpuplan_ctx *ctx, unsigned release, const char *generic_from, const char *cuda_from,
+                                  char *out, size_t cap, size_t *len, size_t *cuda_len, char *unread, size_t rcap) {
   const char *p, *b, *k, *ke;
   size_t at = 0, n, rat = 0;
-  *cuda_len = 0;
-  if (!cap) return SIZE_MAX;
-  out[0] = '\0';
-  if (ucap) unknown[0] = '\0';
+  *len = *cuda_len = 0;
   if (rcap) unread[0] = '\0';
+  if (NEVER(!cap)) return gpuplan__error(ctx, GPUPLAN_ERROR, "alloc conf: no room for the two variables' keys");
+  out[0] = '\0';
   /* The CUDA allocator's keys first (from PYTORCH_CUDA_ALLOC_CONF): an
    * unclosed list of the other text then ends the text, where the parser
    * says so.  A key neither config knows is the CUDA parser's error. */
@@ -451,8 +485,7 @@ size_t gpuplan__alloc_conf_split_210(unsigned release, const char *generic_from,
     if (kind == 1) {
       at = put_pair(out, at, cap, b, n);
     } else if (kind < 0) {
-      if (ucap) snprintf(unknown, ucap, "%.*s", (int)(ke - k), k);
-      return at == SIZE_MAX ? SIZE_MAX : 0;
+      return key_error(ctx, release, k, (size_t)(ke - k), find_key(k, (size_t)(ke - k))); /* as the parser says it */
     } else {
       rat = note_pair(unread, rat, rcap, b, n); /* a generic key: not read */
     }
@@ -466,44 +499,9 @@ size_t gpuplan__alloc_conf_split_210(unsigned release, const char *generic_from,
     if (ke == k || key_kind(release, k, (size_t)(ke - k)) == 0) at = put_pair(out, at, cap, b, n);
     else rat = note_pair(unread, rat, rcap, b, n);
   }
-  return at;
-}
-
-/* What the release said of a key it did not know: 2.10 and later
- * TORCH_CHECK_VALUE "Unrecognized key 'X' in CUDA allocator config."
- * ([CFG] @ 01f9ef32 parseArgs); before, TORCH_CHECK "Unrecognized
- * CachingAllocator option: X" ([113], [CFG] id 706613213). */
-static void unrecognized(unsigned release, const char *key, char *buf, size_t cap) {
-  if (release >= 210) snprintf(buf, cap, "Unrecognized key '%s' in CUDA allocator config.", key);
-  else snprintf(buf, cap, "Unrecognized CachingAllocator option: %s", key);
-}
-
-static int key_error(gpuplan_ctx *ctx, const gpuplan_alloc_conf *c, const char *k, size_t klen,
-                     const key_rule *kr) {
-  char key[64], rel[24], since[24], said[128], known[512];
-  size_t i, n = 0;
-  snprintf(key, sizeof key, "%.*s", (int)(klen < 60 ? klen : 60), k);
-  gpuplan__torch_release_name(c->release, rel, sizeof rel);
-  unrecognized(c->release, key, said, sizeof said);
-  if (kr && c->release < kr->since) {
-    gpuplan__torch_release_name(kr->since, since, sizeof since);
-    return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                          "alloc conf: %s is not an option of torch %s: it came in %s (torch %s raised \"%s\")",
-                          key, rel, since, rel, said);
-  }
-  if (kr) {
-    gpuplan__torch_release_name(kr->until + 1 < 200 ? 200 : kr->until + 1, since, sizeof since);
-    return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                          "alloc conf: %s is not an option of torch %s: it was removed in %s (torch %s raised \"%s\")",
-                          key, rel, since, rel, said);
-  }
-  known[0] = '\0';
-  for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
-    if (c->release >= keys[i].since && (!keys[i].until || c->release <= keys[i].until))
-      n += (size_t)snprintf(known + n, n < sizeof known ? sizeof known - n : 0, "%s%s", n ? ", " : "",
-                            keys[i].name);
-  return gpuplan__error(ctx, GPUPLAN_EINVAL, "alloc conf: unknown key '%s' (torch %s raised \"%s\"; known: %s)", key,
-                        rel, said, known);
+  if (NEVER(at == SIZE_MAX)) return gpuplan__error(ctx, GPUPLAN_ERROR, "alloc conf: the two variables' keys miscounted");
+  *len = at;
+  return GPUPLAN_OK;
 }
 
 /* max_split_size_mb and max_non_split_rounding_mb take whole MiB of at
@@ -550,7 +548,7 @@ int gpuplan_alloc_conf_parse(gpuplan_ctx *ctx, const char *s, gpuplan_torch_vers
       return conf_err(ctx, "", "expected key:value", k);
     kr = find_key(k, klen);
     if (!kr || out->release < kr->since || (kr->until && out->release > kr->until))
-      return key_error(ctx, out, k, klen, kr);
+      return key_error(ctx, out->release, k, klen, kr);
     val = skip_ws(p + 1);
 #define KEY(key_name) (strcmp(kr->name, key_name) == 0)
     if (KEY("roundup_power2_divisions")) {

@@ -111,16 +111,13 @@ int gpuplan__alloc_conf_source(gpuplan_job *j, unsigned release, const char **co
      * PYTORCH_CUDA_ALLOC_CONF was dropped) */
     const char *g = env ? env : "", *c = env_old ? env_old : "";
     size_t cap = strlen(g) + strlen(c) + 2, n, cuda;
-    char *both = gpuplan__arena_alloc(&j->arena, cap), unknown[64], unread[256];
+    char *both = gpuplan__arena_alloc(&j->arena, cap), unread[256];
     if (!both) return gpuplan__nomem(j->ctx);
-    n = gpuplan__alloc_conf_split_210(release, g, c, both, cap, &cuda, unknown, sizeof unknown, unread, sizeof unread);
-    if (n == SIZE_MAX)
-      return gpuplan__error(j->ctx, GPUPLAN_ERROR, "alloc conf: the two variables' keys miscounted");
-    if (unknown[0])
-      return gpuplan__error(j->ctx, GPUPLAN_EINVAL,
-                            "alloc_conf (from PYTORCH_CUDA_ALLOC_CONF): alloc conf: %s is not an option of torch %s "
-                            "(torch %s raised \"Unrecognized key '%s' in CUDA allocator config.\")",
-                            unknown, rel, rel, unknown);
+    if (gpuplan__alloc_conf_split_210(j->ctx, release, g, c, both, cap, &n, &cuda, unread, sizeof unread)) {
+      char msg[GPUPLAN_ERRMSG_MAX]; /* (said as an error of the variable alone is) */
+      snprintf(msg, sizeof msg, "%s", gpuplan_errmsg(j->ctx));
+      return gpuplan__error(j->ctx, GPUPLAN_EINVAL, "alloc_conf (from PYTORCH_CUDA_ALLOC_CONF): %s", msg);
+    }
     if (unread[0] && warn)
       snprintf(warn, warn_cap,
                "torch %s reads the generic keys from PYTORCH_ALLOC_CONF and the CUDA allocator's own "
