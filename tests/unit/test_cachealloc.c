@@ -329,29 +329,6 @@ static void test_cca__oom_text_versions_and_fraction(void **state) {
       "documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF");
   gpuplan_cachealloc_free(f->a);
   f->a = NULL;
-  /* 2.1's own wording (pytorch#99699; "capacty" as it printed it), and
-   * explain-oom reads it back (review 2026-12-02: 2.1 had 2.2's text). */
-  assert_int_equal(gpuplan_alloc_conf_parse(f->ctx, NULL, GPUPLAN_TORCH_V2_1, &c), GPUPLAN_OK);
-  assert_int_equal(gpuplan_cachealloc_new(f->ctx, &c, 30 * MiB, NULL, &f->a), GPUPLAN_OK);
-  A(f, 20 * MiB);
-  assert_int_equal(gpuplan_cachealloc_malloc(f->a, 5 * MiB, 0, &x), GPUPLAN_EOOM);
-  assert_string_equal(gpuplan_errmsg(f->ctx),
-      "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacty of 30.00 MiB of which "
-      "10.00 MiB is free. Of the allocated memory 20.00 MiB is allocated by PyTorch, and 0 bytes is reserved "
-      "by PyTorch but unallocated. If reserved but unallocated memory is large try setting max_split_size_mb "
-      "to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF");
-  {
-    gpuplan_oom_info oi;
-    char text[1024];
-    snprintf(text, sizeof text, "%s", gpuplan_errmsg(f->ctx));
-    assert_int_equal(gpuplan_oom_parse(f->ctx, text, &oi), GPUPLAN_OK);
-    assert_int_equal(oi.format, 2);
-    EQ(oi.total, 30 * MiB); EQ(oi.free, 10 * MiB); EQ(oi.allocated, 20 * MiB);
-    assert_int_equal(oi.partial, 0);
-    assert_int_equal(oi.conf_var, 1);
-  }
-  gpuplan_cachealloc_free(f->a);
-  f->a = NULL;
   assert_int_equal(gpuplan_alloc_conf_parse(f->ctx, NULL, GPUPLAN_TORCH_2_X, &c), GPUPLAN_OK);
   c.memory_fraction = 0.5;
   assert_int_equal(gpuplan_cachealloc_new(f->ctx, &c, 100 * MiB, NULL, &f->a), GPUPLAN_OK);

@@ -268,17 +268,23 @@ static void test_jobtools__replay_options(void **state) {
   gpuplan_job_free(job);
 }
 
+/* explain-oom of message on job: its document (asserted to run). */
+static gpuplan_doc *explain(gpuplan_job *job, const char *message) {
+  gpuplan_doc *d = NULL;
+  assert_int_equal(gpuplan_job_set(job, "message", message), GPUPLAN_OK);
+  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  return d;
+}
+
 static void test_jobtools__explain_oom(void **state) {
   fixture *f = *state;
   gpuplan_job *job;
   gpuplan_doc *d;
   assert_int_equal(gpuplan_job_new(f->ctx, f->cat, &job), GPUPLAN_OK);
-  assert_int_equal(gpuplan_job_set(job, "message",
-                                   "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
-                                   "79.15 GiB of which 1.20 GiB is free. Of the allocated memory 70.00 GiB is "
-                                   "allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated."),
-                   GPUPLAN_OK);
-  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  d = explain(job,
+              "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+              "79.15 GiB of which 1.20 GiB is free. Of the allocated memory 70.00 GiB is "
+              "allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated.");
   assert_string_equal(sval(d, "verdict"), "fragmentation");
   assert_int_equal(ival(d, "tried_bytes"), 2ll << 30);
   assert_int_equal(ival(d, "format"), 2);
@@ -286,13 +292,11 @@ static void test_jobtools__explain_oom(void **state) {
   /* 2.4 on (pytorch#124673): "allocated by PyTorch" includes the free
    * blocks cached in private pools; the live tensors are the difference,
    * 42.81 - 21.45 = 21.36 GiB, and the pools come first among the fixes. */
-  assert_int_equal(gpuplan_job_set(job, "message",
-                                   "CUDA out of memory. Tried to allocate 26.00 MiB. GPU 0 has a total capacity of "
-                                   "79.25 GiB of which 8.00 MiB is free. Of the allocated memory 42.81 GiB is "
-                                   "allocated by PyTorch, with 21.45 GiB allocated in private pools (e.g., CUDA "
-                                   "Graphs), and 36.68 GiB is reserved by PyTorch but unallocated."),
-                   GPUPLAN_OK);
-  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  d = explain(job,
+              "CUDA out of memory. Tried to allocate 26.00 MiB. GPU 0 has a total capacity of "
+              "79.25 GiB of which 8.00 MiB is free. Of the allocated memory 42.81 GiB is "
+              "allocated by PyTorch, with 21.45 GiB allocated in private pools (e.g., CUDA "
+              "Graphs), and 36.68 GiB is reserved by PyTorch but unallocated.");
   assert_true(ival(d, "private_pools_bytes") > (int64_t)(21.44 * 1073741824.0) &&
               ival(d, "private_pools_bytes") < (int64_t)(21.46 * 1073741824.0));
   assert_non_null(strstr(sval(d, "explanation"), "PyTorch held 21.36 GiB in live tensors, 21.45 GiB cached in private pools"));
@@ -306,15 +310,13 @@ static void test_jobtools__explain_oom(void **state) {
    * "Process 454738": 22.79 GiB >= the 22.48 GiB it reserved, so it is this
    * process, not another (was: verdict ANOTHER PROCESS, "stop the other
    * process"); and the fixes name the variable 2.1 reads. */
-  assert_int_equal(gpuplan_job_set(job, "message",
-                                   "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.15 GiB. GPU 0 "
-                                   "has a total capacty of 23.69 GiB of which 912.81 MiB is free. Process 454738 has "
-                                   "22.79 GiB memory in use. Of the allocated memory 21.50 GiB is allocated by PyTorch, "
-                                   "and 1001.89 MiB is reserved by PyTorch but unallocated. If reserved but unallocated "
-                                   "memory is large try setting max_split_size_mb to avoid fragmentation.  See "
-                                   "documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF"),
-                   GPUPLAN_OK);
-  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  d = explain(job,
+              "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.15 GiB. GPU 0 "
+              "has a total capacty of 23.69 GiB of which 912.81 MiB is free. Process 454738 has "
+              "22.79 GiB memory in use. Of the allocated memory 21.50 GiB is allocated by PyTorch, "
+              "and 1001.89 MiB is reserved by PyTorch but unallocated. If reserved but unallocated "
+              "memory is large try setting max_split_size_mb to avoid fragmentation.  See "
+              "documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF");
   assert_int_equal(ival(d, "format"), 2);
   assert_int_equal(ival(d, "total_bytes"), (int64_t)(23.69 * 1073741824.0 + 0.5));
   assert_int_equal(ival(d, "other_processes"), 0);
@@ -327,13 +329,11 @@ static void test_jobtools__explain_oom(void **state) {
   gpuplan_doc_free(d);
   /* One process far above PyTorch's reservation (60 GiB against 11 GiB: 49
    * GiB is no CUDA context) is another job, not this one. */
-  assert_int_equal(gpuplan_job_set(job, "message",
-                                   "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
-                                   "79.25 GiB of which 1.00 GiB is free. Process 12 has 60.00 GiB memory in use. Of "
-                                   "the allocated memory 10.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved "
-                                   "by PyTorch but unallocated."),
-                   GPUPLAN_OK);
-  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  d = explain(job,
+              "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+              "79.25 GiB of which 1.00 GiB is free. Process 12 has 60.00 GiB memory in use. Of "
+              "the allocated memory 10.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved "
+              "by PyTorch but unallocated.");
   assert_false(bval(d, "process_listed"));
   assert_int_equal(ival(d, "other_processes"), 1);
   assert_string_equal(sval(d, "verdict"), "other-process");
@@ -342,27 +342,23 @@ static void test_jobtools__explain_oom(void **state) {
   /* Review 2026-12-02 (helper-23), real messages of every era:
    * a memory-fraction OOM whose printed cap is rounded (ROCm/TheRock#2118:
    * "1.05 GiB allowed" may be 5 MiB above reserved + request: was FRAGMENTATION) */
-  assert_int_equal(gpuplan_job_set(job, "message",
-                                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a "
-                                   "total capacity of 255.98 GiB of which 244.65 GiB is free. 1.05 GiB allowed; Of the "
-                                   "allocated memory 1017.01 MiB is allocated by PyTorch, with 17.00 MiB allocated in "
-                                   "private pools (e.g., CUDA Graphs), and 54.99 MiB is reserved by PyTorch but "
-                                   "unallocated. If reserved but unallocated memory is large try setting "
-                                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."),
-                   GPUPLAN_OK);
-  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  d = explain(job,
+              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a "
+              "total capacity of 255.98 GiB of which 244.65 GiB is free. 1.05 GiB allowed; Of the "
+              "allocated memory 1017.01 MiB is allocated by PyTorch, with 17.00 MiB allocated in "
+              "private pools (e.g., CUDA Graphs), and 54.99 MiB is reserved by PyTorch but "
+              "unallocated. If reserved but unallocated memory is large try setting "
+              "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.");
   assert_string_equal(sval(d, "verdict"), "fraction");
   gpuplan_doc_free(d);
   /* wrapped at a terminal's width with CRLF, ANSI colours inside the
    * numbers, and a later "(GPU " in the log (was: cut, refused, UNKNOWN) */
-  assert_int_equal(gpuplan_job_set(job, "message",
-                                   "torch.OutOfMemoryError: CUDA out of\r\nmemory. Tried to allocate \033[1;36m22.78\033[0m "
-                                   "GiB. GPU 0 has a total\r\ncapacity of 31.47 GiB of which 12.73 GiB is free.\n"
-                                   "Including non-PyTorch memory, this process has 18.73 GiB memory in use. Of the\n"
-                                   "allocated memory 9.08 GiB is allocated by PyTorch, and 9.35 GiB is reserved by\n"
-                                   "PyTorch but unallocated.\nwandb: peak memory (GPU 0): 31.2 GiB"),
-                   GPUPLAN_OK);
-  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  d = explain(job,
+              "torch.OutOfMemoryError: CUDA out of\r\nmemory. Tried to allocate \033[1;36m22.78\033[0m "
+              "GiB. GPU 0 has a total\r\ncapacity of 31.47 GiB of which 12.73 GiB is free.\n"
+              "Including non-PyTorch memory, this process has 18.73 GiB memory in use. Of the\n"
+              "allocated memory 9.08 GiB is allocated by PyTorch, and 9.35 GiB is reserved by\n"
+              "PyTorch but unallocated.\nwandb: peak memory (GPU 0): 31.2 GiB");
   assert_int_equal(ival(d, "format"), 2);
   assert_false(bval(d, "partial"));
   assert_int_equal(ival(d, "tried_bytes"), (int64_t)(22.78 * 1073741824.0 + 0.5));
@@ -372,72 +368,60 @@ static void test_jobtools__explain_oom(void **state) {
   gpuplan_doc_free(d);
   /* cut before its advice, a fix to give: it says which variable each
    * release reads (was PYTORCH_ALLOC_CONF bare, which 2.1-2.9 ignore) */
-  assert_int_equal(gpuplan_job_set(job, "message",
-                                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 496.00 MiB. GPU 0 has a "
-                                   "total capacity of 14.75 GiB of which 235.06 MiB is free. Including non-PyTorch "
-                                   "memory, this process has 14.52 GiB memory in use. Of the allocated memory 14.06 GiB "
-                                   "is allocated by PyTorch, and 330.42 MiB is reserved by PyTorch but unallocated."),
-                   GPUPLAN_OK);
-  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  d = explain(job,
+              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 496.00 MiB. GPU 0 has a "
+              "total capacity of 14.75 GiB of which 235.06 MiB is free. Including non-PyTorch "
+              "memory, this process has 14.52 GiB memory in use. Of the allocated memory 14.06 GiB "
+              "is allocated by PyTorch, and 330.42 MiB is reserved by PyTorch but unallocated.");
   assert_string_equal(sval(d, "verdict"), "mixed");
   assert_non_null(strstr(sval(d, "explanation"), "PYTORCH_ALLOC_CONF=expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF "
                                                  "before torch 2.10)"));
   gpuplan_doc_free(d);
   /* a listed process that cannot be another: with PyTorch's 73 GiB it
    * would exceed the 78.10 GiB in use (was ANOTHER PROCESS, 5 GiB over) */
-  assert_int_equal(gpuplan_job_set(job, "message",
-                                   "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 "
-                                   "GiB of which 1.00 GiB is free. Process 4321 has 78.00 GiB memory in use. Of the "
-                                   "allocated memory 70.00 GiB is allocated by PyTorch, and 3.00 GiB is reserved by "
-                                   "PyTorch but unallocated."),
-                   GPUPLAN_OK);
-  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  d = explain(job,
+              "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 "
+              "GiB of which 1.00 GiB is free. Process 4321 has 78.00 GiB memory in use. Of the "
+              "allocated memory 70.00 GiB is allocated by PyTorch, and 3.00 GiB is reserved by "
+              "PyTorch but unallocated.");
   assert_true(bval(d, "process_listed"));
   assert_int_equal(ival(d, "other_processes"), 0);
   gpuplan_doc_free(d);
   /* a ROCm build names its own variable (ComfyUI#9529) */
-  assert_int_equal(gpuplan_job_set(job, "message",
-                                   "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 6.64 GiB. GPU 0 has a "
-                                   "total capacity of 23.98 GiB of which 2.45 GiB is free. Of the allocated memory 14.20 "
-                                   "GiB is allocated by PyTorch, and 7.10 GiB is reserved by PyTorch but unallocated. If "
-                                   "reserved but unallocated memory is large try setting "
-                                   "PYTORCH_HIP_ALLOC_CONF=expandable_segments:True to avoid fragmentation."),
-                   GPUPLAN_OK);
-  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  d = explain(job,
+              "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 6.64 GiB. GPU 0 has a "
+              "total capacity of 23.98 GiB of which 2.45 GiB is free. Of the allocated memory 14.20 "
+              "GiB is allocated by PyTorch, and 7.10 GiB is reserved by PyTorch but unallocated. If "
+              "reserved but unallocated memory is large try setting "
+              "PYTORCH_HIP_ALLOC_CONF=expandable_segments:True to avoid fragmentation.");
   assert_string_equal(sval(d, "conf_variable"), "PYTORCH_HIP_ALLOC_CONF");
   assert_non_null(strstr(sval(d, "explanation"), "1. PYTORCH_HIP_ALLOC_CONF=expandable_segments:True"));
   gpuplan_doc_free(d);
   /* more than 1 EB: a size bug, no figures (were zeros and REAL DEMAND) */
-  assert_int_equal(gpuplan_job_set(job, "message",
-                                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate more than 1EB memory."),
-                   GPUPLAN_OK);
-  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  d = explain(job,
+              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate more than 1EB memory.");
   assert_true(bval(d, "partial"));
   assert_true(isnull(d, "tried_bytes"));
   assert_true(isnull(d, "total_bytes"));
   assert_non_null(strstr(sval(d, "explanation"), "not a memory shortage"));
   gpuplan_doc_free(d);
   /* torch 1.0-1.3 said "cached" for reserved but unallocated (pytorch#16417) */
-  assert_int_equal(gpuplan_job_set(job, "message",
-                                   "RuntimeError: CUDA out of memory. Tried to allocate 1024.00 MiB (GPU 0; 15.90 GiB "
-                                   "total capacity; 14.25 GiB already allocated; 991.56 MiB free; 607.00 KiB cached)"),
-                   GPUPLAN_OK);
-  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  d = explain(job,
+              "RuntimeError: CUDA out of memory. Tried to allocate 1024.00 MiB (GPU 0; 15.90 GiB "
+              "total capacity; 14.25 GiB already allocated; 991.56 MiB free; 607.00 KiB cached)");
   assert_int_equal(ival(d, "format"), 1);
   assert_int_equal(ival(d, "reserved_unallocated_bytes"), 607 * 1024);
   assert_string_equal(sval(d, "verdict"), "demand");
   gpuplan_doc_free(d);
   /* Two processes each above PyTorch's reservation: which is this one cannot
    * be told, both stay others. */
-  assert_int_equal(gpuplan_job_set(job, "message",
-                                   "CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of "
-                                   "80.00 GiB of which 0 bytes is free. Process 1 has 40.00 GiB memory in use. Process "
-                                   "2 has 39.00 GiB memory in use. Of the allocated memory 20.00 GiB is allocated by "
-                                   "PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated. If reserved but "
-                                   "unallocated memory is large try setting PYTORCH_ALLOC_CONF=expandable_segments:True "
-                                   "to avoid fragmentation."),
-                   GPUPLAN_OK);
-  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  d = explain(job,
+              "CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of "
+              "80.00 GiB of which 0 bytes is free. Process 1 has 40.00 GiB memory in use. Process "
+              "2 has 39.00 GiB memory in use. Of the allocated memory 20.00 GiB is allocated by "
+              "PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated. If reserved but "
+              "unallocated memory is large try setting PYTORCH_ALLOC_CONF=expandable_segments:True "
+              "to avoid fragmentation.");
   assert_int_equal(ival(d, "other_processes"), 2);
   assert_false(bval(d, "process_listed"));
   assert_string_equal(sval(d, "conf_variable"), "PYTORCH_ALLOC_CONF");
@@ -446,13 +430,11 @@ static void test_jobtools__explain_oom(void **state) {
    * has: max_split_size_mb through PYTORCH_CUDA_ALLOC_CONF first, and
    * expandable_segments only as an upgrade to 2.1 (was: expandable_segments
    * first, which 2.0 refuses). */
-  assert_int_equal(gpuplan_job_set(job, "message",
-                                   "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.15 GiB "
-                                   "total capacity; 60.00 GiB already allocated; 1.50 GiB free; 77.00 GiB reserved "
-                                   "in total by PyTorch) If reserved memory is >> allocated memory try setting "
-                                   "max_split_size_mb to avoid fragmentation."),
-                   GPUPLAN_OK);
-  assert_int_equal(gpuplan_job_run(job, "explain-oom", &d), GPUPLAN_OK);
+  d = explain(job,
+              "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.15 GiB "
+              "total capacity; 60.00 GiB already allocated; 1.50 GiB free; 77.00 GiB reserved "
+              "in total by PyTorch) If reserved memory is >> allocated memory try setting "
+              "max_split_size_mb to avoid fragmentation.");
   assert_int_equal(ival(d, "format"), 1);
   assert_string_equal(sval(d, "verdict"), "fragmentation");
   assert_non_null(strstr(sval(d, "explanation"), "1. PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:"));

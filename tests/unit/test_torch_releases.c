@@ -296,6 +296,17 @@ static void test_releases__oom_text(void **state) {
                       "bytes is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try "
                       "setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management "
                       "and PYTORCH_CUDA_ALLOC_CONF");
+  {
+    /* ... and explain-oom reads it back whole (it had no "capacty") */
+    gpuplan_oom_info oi;
+    assert_int_equal(gpuplan_oom_parse(f->ctx, t, &oi), GPUPLAN_OK);
+    assert_int_equal(oi.format, 2);
+    assert_int_equal(oi.partial, 0);
+    assert_int_equal(oi.total, 30 * MiB);
+    assert_int_equal(oi.free, 10 * MiB);
+    assert_int_equal(oi.allocated, 20 * MiB);
+    assert_int_equal(oi.conf_var, 1);
+  }
   /* 2.2 to 2.9: PYTORCH_CUDA_ALLOC_CONF, the pytorch.org link (pytorch#113481) */
   oom_text(f->ctx, GPUPLAN_TORCH_V2_2, t, sizeof t);
   assert_memory_equal(t, tail22, sizeof tail22 - 1);

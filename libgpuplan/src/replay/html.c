@@ -178,7 +178,6 @@ static void map_dispose(hmap *m) {
 
 /* --- a walked map's trees ----------------------------------------------------- */
 
-
 static long tn_le(const hmap *m, long x, uint64_t key) { return hn_le(m->tp.v, x, key); }
 static long tn_gt(const hmap *m, long x, uint64_t key) { return hn_gt(m->tp.v, x, key); }
 
