@@ -198,20 +198,14 @@ class Catalog(_Catalog):
         reads it: an int is bytes, a str the CLI's text, "18700" MiB or "40GiB"),
         ``gpu``, ``device``, ``timeline``, ``summary``, ``memory_stats`` (torch.cuda.memory_stats()'s
         keys and values at the end), ``torch``."""
-        if options.get("capacity") is not None:
-            # one reading for every replay (an int was MiB here and bytes in
-            # gpuplan.replay: capacity=18700 * 2**20 made an 18 TiB card)
-            options["capacity"] = _capacity_bytes(options["capacity"])
         if isinstance(path, (bytes, bytearray, memoryview)):
-            return _Catalog.replay_bytes(self, bytes(path), **options)
-        return self.run("replay", file=_os.fspath(path), **options)
+            return self.replay_bytes(bytes(path), **options)
+        return self.run("replay", file=_os.fspath(path), **_capacity_option(options))
 
     def replay_bytes(self, data, **options):
         """Replay a snapshot held in memory (Dask workers, uploads); options as
         ``replay``'s, ``capacity`` read the same way (an int is bytes)."""
-        if options.get("capacity") is not None:
-            options["capacity"] = _capacity_bytes(options["capacity"])
-        return _Catalog.replay_bytes(self, data, **options)
+        return _Catalog.replay_bytes(self, data, **_capacity_option(options))
 
     # planners: plan, perf, search, simulate and run come from the C type
     def fits(self, model, gpu=None, **options):
@@ -245,6 +239,15 @@ class Catalog(_Catalog):
         if not doc.driver.available:
             raise UnsupportedError(doc.driver.error)
         return doc.gpus
+
+
+def _capacity_option(options):
+    """options with a replay's capacity as the option's text: one reading for
+    every replay (an int was MiB in Catalog.replay and bytes in
+    gpuplan.replay: capacity=18700 * 2**20 made an 18 TiB card)."""
+    if options.get("capacity") is not None:
+        options["capacity"] = _capacity_bytes(options["capacity"])
+    return options
 
 
 def _capacity_bytes(capacity):
