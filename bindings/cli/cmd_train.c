@@ -373,7 +373,14 @@ static int render_simulate(cli *c, gpuplan_doc *doc) {
          dnum(r, "nvidia_smi_used_bytes") / 1048576.0, dnum(r, "gpu_usable_bytes") / 1048576.0, /* (memory.total: the driver's, as the simulated card's) */
          dnum(r, "peak_reserved_bytes") / 1048576.0, dnum(r, "resident_bytes") / 1048576.0,
          dnum(r, "other_procs_bytes") / 1048576.0);
-  if (!disnull(r, "snapshot")) printf("snapshot written to %s\n", dstr(r, "snapshot"));
+  if (!disnull(r, "snapshot")) {
+    printf("snapshot written to %s\n", dstr(r, "snapshot"));
+    if (!disnull(r, "snapshot_step_s"))
+      printf("  its time_us: the modelled clock (0 at the start, %.1f ms a step, as perf models it)\n",
+             dnum(r, "snapshot_step_s") * 1e3);
+    else if (!disnull(r, "snapshot_clock"))
+      printf("  its time_us: %s\n", dstr(r, "snapshot_clock"));
+  }
   if (dv(r, "summary") && !disnull(r, "summary")) {
     printf("\nmemory_summary() at the end of the run:\n");
     fputs(dstr(r, "summary"), stdout);

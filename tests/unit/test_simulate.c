@@ -312,6 +312,57 @@ static void test_simulate__cublas_workspace_is_allocated(void **state) {
   assert_true(with.capacity == without.capacity);
 }
 
+/* The file's bytes hold this string (the exporter writes no memo: each
+ * entry spells its keys). */
+static int file_has(const char *path, const char *needle) {
+  static char buf[1 << 22];
+  FILE *fp = fopen(path, "rb");
+  size_t n, k = strlen(needle), i;
+  assert_non_null(fp);
+  n = fread(buf, 1, sizeof buf, fp);
+  fclose(fp);
+  for (i = 0; i + k <= n; i++)
+    if (memcmp(buf + i, needle, k) == 0) return 1;
+  return 0;
+}
+
+/* The snapshot's modelled clock (options version 3): entries carry time_us
+ * only with a clock (tests/python/test_export_frames.py checks its times
+ * against perf); a clock that is not a step is refused naming it, and a
+ * version-2 caller's structure has no clock to read. */
+static void test_simulate__snapshot_clock(void **state) {
+  fixture *f = *state;
+  gpuplan_memory_options o = GPUPLAN_MEMORY_OPTIONS_INIT;
+  gpuplan_simulate_options so = GPUPLAN_SIMULATE_OPTIONS_INIT;
+  gpuplan_simulate_result r;
+  gpuplan_perf pf;
+  const gpuplan_model *m;
+  const gpuplan_gpu *gpu;
+  gpuplan_cluster cl;
+  char path[512];
+  tmp_path(path, sizeof path, "sim-clock.pickle");
+  assert_int_equal(gpuplan_catalog_model(f->cat, "gpt-2", &m), GPUPLAN_OK);
+  assert_int_equal(gpuplan_catalog_gpu(f->cat, "a100-40gb", &gpu), GPUPLAN_OK);
+  assert_int_equal(gpuplan_cluster_default(f->ctx, f->cat, gpu, 1, 1, &cl), GPUPLAN_OK);
+  assert_int_equal(gpuplan_perf_eval(f->ctx, m, &cl, &o, 0, 0, NULL, &pf), GPUPLAN_OK);
+  so.snapshot_path = path;
+  sim(f, "gpt-2", "a100-40gb", &o, &so, &r);
+  assert_false(file_has(path, "time_us"));
+  so.clock = &pf;
+  sim(f, "gpt-2", "a100-40gb", &o, &so, &r);
+  assert_true(file_has(path, "time_us"));
+  pf.step_s = NAN;
+  assert_int_equal(gpuplan_simulate(f->ctx, m, gpu, &o, &so, &r), GPUPLAN_EINVAL);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "clock: step_s"));
+  pf.step_s = 1;
+  pf.dp_comm_s = -1;
+  assert_int_equal(gpuplan_simulate(f->ctx, m, gpu, &o, &so, &r), GPUPLAN_EINVAL);
+  assert_non_null(strstr(gpuplan_errmsg(f->ctx), "clock: the step's parts"));
+  so.version = 2;
+  sim(f, "gpt-2", "a100-40gb", &o, &so, &r);
+  assert_false(file_has(path, "time_us"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, fixture_setup, fixture_teardown)
@@ -321,6 +372,7 @@ int main(void) {
     T(test_simulate__snapshot_export_round_trip),
     T(test_simulate__cublas_workspace_is_allocated),
       T(test_simulate__cuda_graph_capture),
+    T(test_simulate__snapshot_clock),
   };
   return cmocka_run_group_tests_name("simulate", tests, NULL, NULL);
 }

@@ -19,10 +19,11 @@
 #include "ctx.h"
 #include "memory.h"
 #include "cachealloc.h"
+#include "perf.h"
 
 GPUPLAN_BEGIN_DECLS
 
-#define GPUPLAN_SIMULATE_OPTIONS_VERSION 2
+#define GPUPLAN_SIMULATE_OPTIONS_VERSION 3
 
 /** Simulation settings besides the memory options. */
 typedef struct gpuplan_simulate_options {
@@ -50,9 +51,28 @@ typedef struct gpuplan_simulate_options {
   /** torch.cuda.empty_cache() between the warm-up and the capture, so
    * that the capture can reuse the warm-up's cached memory.  @since 0.2.0 */
   int empty_cache_before_capture;
+  /** The modelled clock of the snapshot (snapshot_path): the performance
+   * model's step for the same layout (gpuplan_perf_eval of the same model
+   * and memory options; not copied, read during the call).  Every trace
+   * entry then carries a "time_us" on that clock, 0 at the run's start:
+   * step s begins at (s - 1) x step_s; in it each layer's forward and
+   * backward of each micro-batch takes its share of compute_s (forward the
+   * model's forward FLOPs of the hardware FLOPs, backward the rest, with
+   * recompute), the exposed tensor- and context-parallel communication
+   * rides along in the same shares, and the pipeline bubble and send/recv,
+   * the exposed data-parallel traffic, the straggler wait and the fixed
+   * overhead come after the last backward, then the optimizer step (when
+   * the run holds more micro-batches in flight than the model's step has,
+   * as an interleaved schedule's warm-up can, each takes the model's
+   * per-micro-batch time and the step their sum).  It
+   * is the GPU's modelled time, not the host's (PyTorch records the
+   * host's, which runs ahead by the launch queue).  NULL: entries carry no
+   * time_us.  A traced module's program (no FLOP count) takes none.  Read
+   * from version 3.  @since 0.2.0 */
+  const gpuplan_perf *clock;
 } gpuplan_simulate_options;
 
-#define GPUPLAN_SIMULATE_OPTIONS_INIT { GPUPLAN_SIMULATE_OPTIONS_VERSION, 2, NULL, GPUPLAN_TORCH_LATEST, 1, NULL, NULL, NULL, NULL, 0, 0 }
+#define GPUPLAN_SIMULATE_OPTIONS_INIT { GPUPLAN_SIMULATE_OPTIONS_VERSION, 2, NULL, GPUPLAN_TORCH_LATEST, 1, NULL, NULL, NULL, NULL, 0, 0, NULL }
 
 /** What a simulation found (a plain value). */
 typedef struct gpuplan_simulate_result {

@@ -333,6 +333,8 @@ static const gpuplan_result_field simulate_fields[] = {
   {"other_procs_bytes", I, "B", "memory of other processes"},
   {"nvidia_smi_used_bytes", I, "B", "what nvidia-smi would show at the peak"},
   {"snapshot", S, "", "the snapshot file written, if any"},
+  {"snapshot_step_s", R, "s", "the step of the modelled clock the snapshot's time_us follow (perf's step_s for the same case); null without one"},
+  {"snapshot_clock", S, "", "with a snapshot: modelled (its entries' time_us, 0 at the run's start), or none and why"},
   {"warnings", A, "", "what the run could not follow as asked (settings a release ignored)"},
   {"summary", S, "", "summary option: torch.cuda.memory_summary() at the end of the run"},
   MEMORY_STATS_FIELDS

@@ -1071,6 +1071,36 @@ static int run_on_device(gpuplan_job *j, train_job *t, const gpuplan_simulate_op
   return GPUPLAN_OK;
 }
 
+/* The snapshot's modelled clock: the performance model's step for the same
+ * model, layout and cluster as perf evaluates it (*clock, and *use set to
+ * it), or, where there is none, why (1.13's layout has no trace; a traced
+ * module has no FLOP count; the model refuses the case), with *use NULL.  Errors only for memory. */
+static int snapshot_clock(gpuplan_job *j, train_job *t, unsigned release, gpuplan_perf *clock,
+                          const gpuplan_perf **use, char *why, size_t cap) {
+  gpuplan_cluster cl;
+  gpuplan_perf_constants k;
+  int rc;
+  *use = NULL;
+  if (gpuplan__snapshot_v113(release)) {
+    snprintf(why, cap, "none: 1.13's memory_snapshot() keeps no trace to time");
+    return GPUPLAN_OK;
+  }
+  if (!strcmp(t->mr.source, "module")) {
+    snprintf(why, cap, "none: a traced module has a memory model but no FLOP count");
+    return GPUPLAN_OK;
+  }
+  perf_constants(j, &t->js.options, &k);
+  if ((rc = cluster_of(j, t, &cl)) == GPUPLAN_OK &&
+      (rc = gpuplan_perf_eval(j->ctx, t->js.model, &cl, &t->js.options, 0, 0, &k, clock)) == GPUPLAN_OK) {
+    *use = clock;
+    return GPUPLAN_OK;
+  }
+  if (rc == GPUPLAN_ENOMEM) return rc;
+  snprintf(why, cap, "none: the performance model has no step for it (%s)", gpuplan_errmsg(j->ctx));
+  gpuplan__clear(j->ctx);
+  return GPUPLAN_OK;
+}
+
 int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
   train_job t;
   gpuplan_simulate_options so = GPUPLAN_SIMULATE_OPTIONS_INIT;
@@ -1083,7 +1113,8 @@ int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
   const char *on = sopt(j, J_ON), *conf_from;
   const gpuplan__torch_release *tr = gpuplan__torch_release_at(gpuplan__job_int(j, TOPT(T_TORCH), 0));
   unsigned release = gpuplan__release_of(tr->rules);
-  char warn[512] = "";
+  char warn[512] = "", clock_why[GPUPLAN_ERRMSG_MAX] = "";
+  gpuplan_perf clock;
   int dev = -1, rc;
   GPUPLAN_TRY(resolve(j, &t, 0));
   if (on && (dev = parse_on(j, on)) < 0) return dev;
@@ -1115,6 +1146,7 @@ int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
   GPUPLAN_TRY(gpuplan_memory_eval(j->ctx, t.js.model, t.js.gpu, &t.js.options, GPUPLAN_STAGE_WORST, &worst));
   /* outside PyTorch's allocator (the cuBLAS workspace is inside it) */
   resident = worst.item[GPUPLAN_MEM_CONTEXT].bytes + worst.item[GPUPLAN_MEM_NCCL].bytes;
+  if (so.snapshot_path) GPUPLAN_TRY(snapshot_clock(j, &t, release, &clock, &so.clock, clock_why, sizeof clock_why));
   GPUPLAN_TRY(gpuplan__mock_simulate(j->ctx, t.js.model, t.js.gpu, &t.js.options, &so, other, &sr, &sum));
   if (!(b = gpuplan__doc_begin(j->ctx, "simulate"))) {
     gpuplan__free(j->ctx, sum.text);
@@ -1153,6 +1185,8 @@ int gpuplan__cmd_simulate(gpuplan_job *j, gpuplan_doc **out) {
   gpuplan__doc_uint(b, "other_procs_bytes", other);
   gpuplan__doc_uint(b, "nvidia_smi_used_bytes", sr.peak_reserved + resident + other);
   gpuplan__doc_str(b, "snapshot", so.snapshot_path);
+  gpuplan__doc_real(b, "snapshot_step_s", so.clock ? clock.step_s : NAN);
+  gpuplan__doc_str(b, "snapshot_clock", !so.snapshot_path ? NULL : so.clock ? "modelled" : clock_why);
   gpuplan__doc_arr(b, "warnings");
   if (*warn) gpuplan__doc_str(b, NULL, warn);
   gpuplan__doc_end(b);

@@ -69,7 +69,55 @@ typedef struct prog {
   gpuplan_memory mem;            /* the analytic model's components for the same case */
   uint64_t blas_ws[2];           /* the cuBLAS workspaces (forward's, backward's), once their first GEMM ran */
   gpuplan_recorder *rec;         /* the snapshot's recorder, or NULL: each allocation named by its frame */
+  int timed;                     /* the modelled clock (sim->clock) stamps the recorder's entries */
+  double now_us;                 /* that clock */
 } prog;
+
+/* The modelled clock's durations, in microseconds (gpuplan_simulate_options
+ * clock): one layer's forward and backward of one micro-batch, what comes
+ * after the last backward (bubble, pipeline send/recv, exposed data
+ * parallel, straggler, overhead), the optimizer step, the whole step. */
+typedef struct clock_plan {
+  double fwd_us, bwd_us, tail_us, opt_us, step_us;
+} clock_plan;
+
+/* The clock's durations for a step of nmb micro-batches of L layers, from
+ * the performance model's step.  GPUPLAN_OK, or GPUPLAN_EINVAL when the
+ * step's times are not times. */
+static int clock_of(gpuplan_ctx *ctx, const gpuplan_perf *pf, int64_t nmb, int64_t L, clock_plan *c) {
+  double parts[9] = {pf->compute_s, pf->tp_comm_s, pf->cp_comm_s, pf->bubble_s, pf->pp_comm_s,
+                     pf->dp_comm_s, pf->straggler_s, pf->overhead_s, pf->optimizer_s};
+  double ff, per_mb;
+  int i;
+  if (!(pf->step_s > 0) || !isfinite(pf->step_s))
+    return gpuplan__error(ctx, GPUPLAN_EINVAL, "clock: step_s must be a positive time (got %g)", pf->step_s);
+  for (i = 0; i < 9; i++)
+    if (!(parts[i] >= 0) || !isfinite(parts[i]))
+      return gpuplan__error(ctx, GPUPLAN_EINVAL, "clock: the step's parts must be times >= 0 (one is %g)", parts[i]);
+  /* forward: the model's forward FLOPs of the hardware's (1/3, 1/4 with
+   * full recompute) */
+  ff = pf->hardware_flops_per_token > 0 && pf->model_flops_per_token > 0
+           ? pf->model_flops_per_token / 3 / pf->hardware_flops_per_token
+           : 1.0 / 3;
+  if (!(ff > 0 && ff <= 1)) ff = 1.0 / 3;
+  /* one micro-batch of the model's step (its count is the run's unless the
+   * run holds more in flight than the step has: then the step is longer) */
+  per_mb = 1e6 * (pf->compute_s + pf->tp_comm_s + pf->cp_comm_s) /
+           (double)(pf->microbatches > 0 ? pf->microbatches : nmb > 0 ? nmb : 1);
+  c->fwd_us = per_mb * ff / (double)(L > 0 ? L : 1);
+  c->bwd_us = per_mb * (1 - ff) / (double)(L > 0 ? L : 1);
+  c->tail_us = 1e6 * (pf->bubble_s + pf->pp_comm_s + pf->dp_comm_s + pf->straggler_s + pf->overhead_s);
+  c->opt_us = 1e6 * pf->optimizer_s;
+  c->step_us = pf->microbatches > 0 && pf->microbatches != nmb
+                  ? per_mb * (double)nmb + c->tail_us + c->opt_us
+                  : 1e6 * pf->step_s;
+  return GPUPLAN_OK;
+}
+
+/* Stamp the recorder's next entries with the clock. */
+static void stamp(prog *p) {
+  if (p->timed) gpuplan_recorder_set_time(p->rec, (int64_t)llround(p->now_us));
+}
 
 /* What an allocation of the step program is: "phase[ layer L]: what", as
  * the OOM's op and a snapshot's frame name it. */
@@ -98,6 +146,7 @@ static uint64_t get(prog *p, double bytes, const char *what) {
     return 0;
   }
   n = (uint64_t)ceil(bytes);
+  stamp(p);
   rc = gpuplan_cachealloc_malloc(p->a, n, 0, &addr);
   p->r->ops++;
   if (rc == GPUPLAN_EOOM) {
@@ -128,6 +177,7 @@ static uint64_t get(prog *p, double bytes, const char *what) {
 
 static void put(prog *p, uint64_t addr) {
   if (!addr) return;
+  stamp(p);
   gpuplan_cachealloc_release(p->a, addr);
   p->r->ops++;
 }
@@ -255,6 +305,8 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
   size_t nslots, per_mb;
   const char *src;
   tee tr;
+  clock_plan ck;
+  double step_start = 0;
 
   if (!ctx) return GPUPLAN_EMISUSE;
   if (!model || !gpu || !out) return gpuplan__error(ctx, GPUPLAN_EMISUSE, "simulate: NULL argument");
@@ -324,6 +376,11 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
   slots = (int64_t)ceil(p.mem.microbatches_in_flight);
   if (slots < 1) slots = 1;
   if (nmb < slots) nmb = slots;
+  memset(&ck, 0, sizeof ck);
+  if (p.rec && sim->version >= 3 && sim->clock) {
+    if ((rc = clock_of(ctx, sim->clock, nmb, L, &ck))) goto out;
+    p.timed = 1;
+  }
   first_stage = p.mem.stage == 0;
   last_stage = p.mem.stage == o->pp - 1;
   zero3 = p.mem.item[GPUPLAN_MEM_GATHER].bytes > 0 &&
@@ -390,6 +447,8 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
     memset(head_a, 0, sizeof head_a);
     memset(emb_a, 0, sizeof emb_a);
     p.step = step;
+    p.now_us = step_start;
+    stamp(&p);
     if (graph && step == sim->steps) {
       /* The last step is captured (torch.cuda.graph): the steps before
        * were its eager warm-up; their cached blocks stay in the default
@@ -416,6 +475,7 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
           blas_workspace(&p, 0);
           forward_layer(&p, lp->keep, lp->nkeep, A + li * GPUPLAN__MAX_ACTS);
           put(&p, g);
+          p.now_us += ck.fwd_us;
         }
         p.layer = -1;
         if (last_stage && !p.oom) {
@@ -478,6 +538,7 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
           put_all(&p, rec, nrec);
           put_all(&p, A + li * GPUPLAN__MAX_ACTS, GPUPLAN__MAX_ACTS);
           put(&p, g);
+          p.now_us += ck.bwd_us;
         }
         p.layer = -1;
         put_all(&p, emb_a, GPUPLAN__MAX_ACTS);
@@ -491,7 +552,9 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
       break;
     }
     /* Optimizer step: states are created lazily at the first step; the
-     * step's temporaries (foreach: a state-sized tensor list). */
+     * step's temporaries (foreach: a state-sized tensor list).  On the
+     * clock it comes after what follows the last backward. */
+    p.now_us += ck.tail_us;
     p.phase = "optimizer step";
     p.layer = -1;
     if (!state_live) {
@@ -531,6 +594,8 @@ int gpuplan__simulate_summary(gpuplan_ctx *ctx, const gpuplan_model *model, cons
       }
     }
     if (p.oom) break;
+    step_start += ck.step_us;
+    p.now_us = step_start; /* the step's end: what the parts did not account is the step's */
     if (!persist && !p.capture) {
       /* zero_grad(set_to_none=True): the gradients are freed (not after
        * a capture: the graph's gradients are its static outputs, written
