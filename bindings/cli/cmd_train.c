@@ -40,7 +40,9 @@ static const char simulate_about[] =
     "PYTORCH_ALLOC_CONF (or the older PYTORCH_CUDA_ALLOC_CONF) in the\n"
     "environment counts as --alloc-conf, as the --torch release read it;\n"
     "--alloc-conf wins.  --summary prints torch.cuda.memory_summary() at the end,\n"
-    "--memory-stats torch.cuda.memory_stats() (the keys of the --torch release).\n";
+    "--memory-stats torch.cuda.memory_stats() (the keys of the --torch release).\n"
+    "--snapshot's time_us is perf's step for the same case: the perf options\n"
+    "(--intra, --inter, --nics, --framework, ...) set its clock.\n";
 
 /* simulate reads the environment as replay does (cmd_replay.c): the new
  * name first, then its deprecated alias; an empty value is unset.  Which

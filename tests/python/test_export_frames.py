@@ -150,3 +150,16 @@ def test_time_us_puts_exposed_traffic_before_the_optimizer(tmp_path):
     # and the straggler wait, both between the last backward and the step
     # (check_clock's optimizer check: a step less the optimizer's time).
     check_clock(tmp_path, "gpt2-zero3.pickle", 1 / 3, gpus=8, zero=3)
+
+
+def test_time_us_follows_the_performance_flags(tmp_path):
+    # The clock is perf's step for the same case, fabric and framework
+    # included: on 8 GPUs with ZeRO-3 over PCIe 4 (31.5 GB/s each way
+    # against NVLink 3's 300) the exposed gather and reduce-scatter make the
+    # step longer than on the A100 node's own fabric, and simulate takes the
+    # same flags perf does instead of refusing them.
+    kw = dict(gpus=8, zero=3)
+    r_nv, _, _ = simulate(tmp_path, "gpt2-nvlink.pickle", **kw)
+    check_clock(tmp_path, "gpt2-pcie.pickle", 1 / 3, intra="pcie4", framework="deepspeed", **kw)
+    r_pcie, _, _ = simulate(tmp_path, "gpt2-pcie2.pickle", intra="pcie4", framework="deepspeed", **kw)
+    assert r_pcie["snapshot_step_s"] > 1.5 * r_nv["snapshot_step_s"]
