@@ -81,8 +81,9 @@ int gpuplan__oom_text_v1(const gpuplan_alloc_conf *c) { return c->release < 201;
 int gpuplan__oom_text_v21(const gpuplan_alloc_conf *c) { return c->release == 201; }
 
 /* R35: the OOM text's "with X allocated in private pools (e.g., CUDA
- * Graphs), " (pytorch#124673, merged 2024-04 for pytorch#121932; 2.4 is
- * the first release that has it, not re-verified). */
+ * Graphs), " (pytorch#124673, merged 2024-04 for pytorch#121932, after
+ * 2.3's branch cut: pytorch#121974 moved main to 2.4.0 on 2024-03-15;
+ * so 2.4). */
 int gpuplan__oom_private_pools(const gpuplan_alloc_conf *c) { return c->release >= 204; }
 
 /* R34: whether a private pool's segments are expandable when
@@ -91,8 +92,9 @@ int gpuplan__oom_private_pools(const gpuplan_alloc_conf *c) { return c->release 
  * the expandable path only for `!p.pool->owner_PrivatePool` ("our
  * checkpointing logic for private pools doesn't support the
  * expandable_segments_ structure yet"), so private pools got cudaMalloc
- * segments; after it, both pools do.  2.5 is taken as its first release
- * (not re-verified). */
+ * segments; after it, both pools do.  It was still in review on
+ * 2024-06-14, after 2.4's branch cut (pytorch#128514 moved main to 2.5.0
+ * on 2024-06-12): 2.5. */
 int gpuplan__private_pools_expandable(unsigned release) { return release >= 205; }
 const char *gpuplan__oom_env(const gpuplan_alloc_conf *c) {
   return c->release == 210 ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
@@ -361,8 +363,8 @@ static const key_rule keys[] = {
   {"pinned_num_register_threads", 202, 0, 1},
   /* pytorch#136174 (2024-09-16, after the 2.5 branch cut): 2.6 */
   {"max_non_split_rounding_mb", 206, 0, 0},
-  /* in [HDR] @ 012117ce beside max_non_split_rounding; the pull request
-   * was not found: taken as 2.6 (docs/allocator.md marks it unverified) */
+  /* pytorch#135524 (opened 2024-09-09, after the 2.5 branch cut; in
+   * [HDR] @ 012117ce beside max_non_split_rounding): 2.6 */
   {"pinned_use_background_threads", 206, 0, 0},
   /* pytorch#158352 (merged before 2025-09-04, pytorch#162186 builds on
    * it): 2.9 */
