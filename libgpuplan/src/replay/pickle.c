@@ -113,6 +113,7 @@ typedef struct int_seen {
 #define RUN_WAYS 8
 #define RUN_HEAD 16
 #define RUN_SCAN 4096 /* how far the first APPENDS byte is looked for */
+#define RUN_LONG 16  /* frames_batch: bytes of a run before the cache is looked in */
 typedef struct run_seen {
   uint64_t off; /* its bytes: in the input (whole), or in the run store (moves) */
   size_t len, cnt;
@@ -146,6 +147,10 @@ typedef struct loader {
   size_t nmarks, mcap;
   gpuplan__pv **memo; /* memo[i]: set when mbits says so */
   size_t memo_cap, memo_len;
+  int memo_sparse;    /* an entry was set out of turn (a PUT's index not
+                       * memo_len); until then the entries set are exactly
+                       * [0, memo_len), as MEMOIZE and picklers' PUTs number
+                       * them, and a GET's index is checked against memo_len */
   size_t pushes;
   gpuplan__pickle_limits lim;
   int protocol;
@@ -834,8 +839,12 @@ HOT int memo_ready(const loader *l, uint64_t idx, int lazy) {
  * on; after: where its PUT ends (a second PUT of it may follow). */
 HOT void memo_set(loader *l, uint64_t idx, gpuplan__pv *top, int lazy, size_t after) {
   uint64_t *w = &l->mbits[idx / 64], bit = (uint64_t)1 << (idx % 64);
-  if (!(*w & bit)) l->memo_len++;
-  else l->memo_gen++; /* (an entry replaced: see struct dkt) */
+  if (!(*w & bit)) {
+    if (idx != l->memo_len) l->memo_sparse = 1;
+    l->memo_len++;
+  } else {
+    l->memo_gen++;
+  } /* (an entry replaced: see struct dkt) */
   *w |= bit;
   if (lazy) {
     if (l->moves && l->str_stored == SIZE_MAX) {
@@ -1025,6 +1034,21 @@ static int value_goes_on(const loader *l, size_t pos) {
     }
   }
   return 0;
+}
+
+/* The skip machine's guess that the value it skips, on the stack at its
+ * level, is complete at the opcode op at pos: op neither changes nor may
+ * begin to change it (a PUT, a new container or MARK, DUP, POP, TUPLE1),
+ * nor pushes a scalar that the value takes (value_goes_on). */
+static int value_ends(const loader *l, int op) {
+  switch (op) {
+  case OP_MEMOIZE: case OP_BINPUT: case OP_LONG_BINPUT: case OP_FRAME: case OP_PROTO:
+  case OP_EMPTY_LIST: case OP_EMPTY_SET: case OP_EMPTY_DICT: case OP_MARK:
+  case OP_DUP: case OP_POP: case OP_TUPLE1:
+    return 0;
+  default:
+    return !value_goes_on(l, l->pos);
+  }
 }
 
 /* The skip machine's memory of runs, sized by the input (a bucket per 16
@@ -1314,66 +1338,132 @@ out:
   return 0;
 }
 
+/* The run cache's place for the run at pos: its fingerprint, the bucket,
+ * and whether the cache is there to be used (the run long enough). */
+typedef struct run_key {
+  uint64_t head;
+  size_t bucket;
+  int ok;
+} run_key;
+
+/* A run of memo references at pos (pos + RUN_HEAD <= len) that the run
+ * cache knows: its references' count, and where it ends (*end); 0 when it
+ * is not known (k then says where to remember it, run_remember).  Equal
+ * bytes, followed by an APPENDS as they were, are the same opcodes, and
+ * their memo entries are still set (entries are replaced, never unset).
+ * The fingerprint is of the bytes up to the first APPENDS byte (run_hash). */
+static size_t run_lookup(loader *l, size_t pos, size_t *end, run_key *k) {
+  const unsigned char *const buf = l->buf;
+  const size_t len = l->len;
+  const run_seen *b;
+  size_t w, span = len - pos < RUN_SCAN ? len - pos : RUN_SCAN, d;
+  const unsigned char *e;
+  k->ok = 0;
+  if (!l->runs && !make_runs(l)) return 0;
+  e = memchr(buf + pos, OP_APPENDS, span);
+  d = e ? (size_t)(e - (buf + pos)) : 0;
+  k->head = run_hash(buf + pos, d);
+  k->bucket = (size_t)((k->head * 0x9E3779B97F4A7C15ull) >> 40) & (l->nruns / RUN_WAYS - 1);
+  k->ok = 1;
+  b = &l->runs[k->bucket * RUN_WAYS];
+  for (w = 0; w < RUN_WAYS; w++) {
+    const run_seen *c = &b[w];
+    if (c->len && c->head == k->head && c->len < len - pos &&
+        (buf[pos + c->len] == OP_APPENDS || buf[pos + c->len] == OP_ADDITEMS) &&
+        memcmp(buf + pos, (l->moves ? l->rstore : buf) + c->off, c->len) == 0) {
+      *end = pos + c->len;
+      return c->cnt;
+    }
+  }
+  return 0;
+}
+
+/* Remember the run [start, end) of cnt references (all of them set), that
+ * run_lookup did not know, under k, where it is long enough and ends in
+ * APPENDS (or ADDITEMS) and there is room to keep its bytes. */
+static void run_remember(loader *l, const run_key *k, size_t start, size_t end, size_t cnt) {
+  run_seen *rs;
+  if (!k->ok || end - start < RUN_HEAD || end >= l->len ||
+      (l->buf[end] != OP_APPENDS && l->buf[end] != OP_ADDITEMS) || !run_keep(l, end - start))
+    return;
+  rs = &l->runs[k->bucket * RUN_WAYS + l->run_next[k->bucket]];
+  l->run_next[k->bucket] = (unsigned char)((l->run_next[k->bucket] + 1) % RUN_WAYS);
+  rs->head = k->head;
+  rs->len = end - start;
+  if (l->moves) {
+    /* (the window will move on: the run's bytes are kept) */
+    memcpy(l->rstore + l->rstore_len, l->buf + start, rs->len);
+    rs->off = l->rstore_len;
+    l->rstore_len += rs->len;
+  } else {
+    rs->off = start;
+  }
+  rs->cnt = cnt;
+}
+
+/* The memo references from pos on (BINGETs and LONG_BINGETs) whose
+ * entries are set: how many, and where they end (*end).  With the memo
+ * dense (memo_sparse 0) four BINGETs at a time (their opcodes in the even
+ * bytes of 8, their indices in the odd), each index below memo_len
+ * (always, from 256 entries on); else one at a time.  It stops at the
+ * first reference at or after stop. */
+HOT size_t refs_walk(const loader *l, size_t pos, size_t stop, size_t *end) {
+  const unsigned char *const buf = l->buf;
+  const size_t len = l->len;
+  size_t cnt = 0;
+  if (!l->memo_sparse) {
+    const size_t ml = l->memo_len;
+    while (pos < stop) {
+      uint32_t wide;
+      size_t idx;
+      if (pos + 8 <= len) {
+        const uint64_t w = le64(buf + pos);
+        if ((w & 0x00ff00ff00ff00ffull) == 0x0068006800680068ull &&
+            (ml > 255 || (((w >> 8) & 0xff) < ml && ((w >> 24) & 0xff) < ml && ((w >> 40) & 0xff) < ml &&
+                          (w >> 56) < ml))) {
+          pos += 8;
+          cnt += 4;
+          continue;
+        }
+      }
+      if (pos + 5 > len || (buf[pos] | 2u) != OP_LONG_BINGET) break;
+      wide = (buf[pos] >> 1) & 1u;
+      idx = le32(buf + pos + 1) & (0xffu | (0u - wide));
+      if (idx >= ml) break;
+      pos += 2 + 3 * (size_t)wide;
+      cnt++;
+    }
+  } else {
+    const uint64_t *const bits = l->mbits;
+    const size_t mcap = l->memo_cap;
+    /* Branch-free: BINGET and LONG_BINGET differ in bit 1 only, and the 4
+     * bytes after either can be read (pos + 5 <= len). */
+    while (pos < stop && pos + 5 <= len && (buf[pos] | 2u) == OP_LONG_BINGET) {
+      uint32_t wide = (buf[pos] >> 1) & 1u;
+      size_t idx = le32(buf + pos + 1) & (0xffu | (0u - wide));
+      if (idx >= mcap || !((bits[idx / 64] >> (idx % 64)) & 1u)) break;
+      pos += 2 + 3 * (size_t)wide;
+      cnt++;
+    }
+  }
+  *end = pos;
+  return cnt;
+}
+
 /* The run of memo references from pos (at a BINGET or LONG_BINGET inside
  * an open MARK): how many, each with its memo entry set, and where it
  * ends (*end).  Inside a stand-in list, a run read before (a program's
- * steps repeat its stack frames) is known by its bytes: equal bytes,
- * followed by an APPENDS as they were, are the same opcodes, and their
- * memo entries are still set; a new run is remembered.  The fingerprint
- * is of the bytes up to the first APPENDS byte (run_hash). */
+ * steps repeat its stack frames) is known by its bytes (run_lookup); a new
+ * run is remembered (run_remember). */
 static size_t ref_run(loader *l, size_t *end) {
-  const unsigned char *const buf = l->buf;
-  const uint64_t *const bits = l->mbits;
-  size_t pos = l->pos, cnt = 0, mcap = l->memo_cap, len = l->len;
-  run_seen *rs = NULL;
-  uint64_t head = 0;
-  size_t bucket = 0;
-  if (pos + RUN_HEAD <= len && lazy_is(l, l->stack[l->marks[l->nmarks - 1] - 1], LZ_LIST) &&
-      (l->runs || make_runs(l))) {
-    run_seen *b;
-    size_t w, span = len - pos < RUN_SCAN ? len - pos : RUN_SCAN, d;
-    const unsigned char *e = memchr(buf + pos, OP_APPENDS, span);
-    d = e ? (size_t)(e - (buf + pos)) : 0;
-    head = run_hash(buf + pos, d);
-    bucket = (size_t)((head * 0x9E3779B97F4A7C15ull) >> 40) & (l->nruns / RUN_WAYS - 1);
-    b = &l->runs[bucket * RUN_WAYS];
-    for (w = 0; w < RUN_WAYS; w++) {
-      const run_seen *c = &b[w];
-      if (c->len && c->head == head && c->len < len - pos &&
-          (buf[pos + c->len] == OP_APPENDS || buf[pos + c->len] == OP_ADDITEMS) &&
-          memcmp(buf + pos, (l->moves ? l->rstore : buf) + c->off, c->len) == 0) {
-        *end = pos + c->len;
-        return c->cnt;
-      }
-    }
-    rs = b; /* remember it if it is one */
-  }
-  /* Branch-free: BINGET and LONG_BINGET differ in bit 1 only, and the 4
-   * bytes after either can be read (pos + 5 <= len). */
-  while (pos + 5 <= len && (buf[pos] | 2u) == OP_LONG_BINGET) {
-    uint32_t wide = (buf[pos] >> 1) & 1u;
-    size_t idx = le32(buf + pos + 1) & (0xffu | (0u - wide));
-    if (idx >= mcap || !((bits[idx / 64] >> (idx % 64)) & 1u)) break;
-    pos += 2 + 3 * (size_t)wide;
-    cnt++;
-  }
-  if (rs && pos - l->pos >= RUN_HEAD && pos < len && (buf[pos] == OP_APPENDS || buf[pos] == OP_ADDITEMS) &&
-      run_keep(l, pos - l->pos)) {
-    rs += l->run_next[bucket];
-    l->run_next[bucket] = (unsigned char)((l->run_next[bucket] + 1) % RUN_WAYS);
-    rs->head = head;
-    rs->len = pos - l->pos;
-    if (l->moves) {
-      /* (the window will move on: the run's bytes are kept) */
-      memcpy(l->rstore + l->rstore_len, buf + l->pos, rs->len);
-      rs->off = l->rstore_len;
-      l->rstore_len += rs->len;
-    } else {
-      rs->off = l->pos;
-    }
-    rs->cnt = cnt;
-  }
-  *end = pos;
+  const size_t pos = l->pos;
+  size_t cnt;
+  run_key k = {0, 0, 0};
+  if (pos + RUN_HEAD <= l->len && lazy_is(l, l->stack[l->marks[l->nmarks - 1] - 1], LZ_LIST) &&
+      (cnt = run_lookup(l, pos, end, &k)))
+    return cnt;
+  cnt = refs_walk(l, pos, SIZE_MAX, end);
+  run_remember(l, &k, pos, *end, cnt);
   return cnt;
 }
 
@@ -1442,16 +1532,9 @@ static int skip_from(loader *l, const size_t base, const size_t m0) {
     floor = l->nmarks > m0 ? l->marks[l->nmarks - 1] : base;
     if (l->nmarks == m0 && l->sp == base + 1) {
       /* The value is on the stack, complete unless what follows takes it. */
-      switch (op) {
-      case OP_MEMOIZE: case OP_BINPUT: case OP_LONG_BINPUT: case OP_FRAME: case OP_PROTO:
-      case OP_EMPTY_LIST: case OP_EMPTY_SET: case OP_EMPTY_DICT: case OP_MARK:
-      case OP_DUP: case OP_POP: case OP_TUPLE1:
-        break;
-      default:
-        if (!value_goes_on(l, l->pos)) {
-          l->str_end = SIZE_MAX;
-          return 0;
-        }
+      if (value_ends(l, op)) {
+        l->str_end = SIZE_MAX;
+        return 0;
       }
     }
     l->at = l->pos;
@@ -1882,6 +1965,156 @@ static int dput_str(loader *l) {
   return 0;
 }
 
+/* One scalar of a frames list's batch at p, run as the skip machine runs
+ * it (frames_batch): a memo reference (an index below memo_len: the memo
+ * is dense there), a BININT1/BININT2/BININT, or a str and, after it, its
+ * MEMOIZE as memo_put keeps one (an unbuilt string, its opcode found
+ * again if a GET wants it).  Returns the bytes it took, 0 at anything else
+ * or where memo_put would grow something (the caller rolls back). */
+HOT size_t fb_scalar(loader *l, const unsigned char *buf, size_t p, size_t lim) {
+  size_t n;
+  switch (buf[p]) {
+  case OP_BINGET: return buf[p + 1] < l->memo_len ? 2 : 0;
+  case OP_LONG_BINGET: return le32(buf + p + 1) < l->memo_len ? 5 : 0;
+  case OP_BININT1: n = 2; break;
+  case OP_BININT2: n = 3; break;
+  case OP_BININT: n = 5; break;
+  case OP_SHORT_BINUNICODE:
+    n = 2 + (size_t)buf[p + 1];
+    goto str;
+  case OP_BINUNICODE:
+    n = le32(buf + p + 1);
+    if (n > lim - p || lim - p - n < 5) return 0;
+    n += 5;
+  str:
+    if (n > lim - p) return 0;
+    l->str_at = p;
+    l->str_end = p + n;
+    l->str_stored = SIZE_MAX;
+    if (buf[p + n] == OP_MEMOIZE) {
+      gpuplan__pv *const scalar = &l->lazy[LZ_SCALAR];
+      const int lazy = memo_lazy(l, scalar, p + n);
+      if (l->memo_len >= l->total || !memo_ready(l, l->memo_len, lazy)) return 0;
+      memo_set(l, l->memo_len, scalar, lazy, p + n + 1);
+      n++;
+    }
+    return n;
+  default: return 0;
+  }
+  return dput_op(buf[p + n]) ? 0 : n;
+}
+
+/* Whether one of the 8 bytes of w is a or b. */
+HOT int has_byte(uint64_t w, unsigned a, unsigned b) {
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  const uint64_t x = w ^ (ones * a), y = w ^ (ones * b);
+  return (((x - ones) & ~x) | ((y - ones) & ~y)) & highs ? 1 : 0;
+}
+
+/* A batch of a frames list's items at l->pos, MARK, items, APPENDS (or one
+ * item and APPEND), run in one loop where the skip machine would run it
+ * opcode by opcode, with the memo dense (memo_sparse 0) and the list the
+ * stand-in on top: each item a memo reference or a new frame's dict
+ * (EMPTY_DICT, its MEMOIZE, MARK, pairs of fb_scalar's, SETITEMS), counted
+ * as the machine counts its pushes, the dicts and the MEMOIZEd strs put in
+ * the memo as it puts them.  Nothing is pushed: APPENDS takes the items
+ * off the stack again.  Returns 1 when it ran a batch; 0, with everything
+ * as it was, at anything else (another opcode, the window's end, room the
+ * memo or the store would have to grow, the values limit), where the
+ * machine goes on. */
+static int frames_batch(loader *l) {
+  const unsigned char *const buf = l->buf;
+  const size_t lim = l->len - 16; /* (the loop reads up to 16 bytes ahead) */
+  const size_t pos = l->pos, ml0 = l->memo_len, at0 = l->str_at, end0 = l->str_end, st0 = l->str_stored,
+               sl0 = l->store_len;
+  const int single = buf[pos] != OP_MARK;
+  size_t p = pos + !single, pushes = 0, n, i, nrem = 0;
+  struct {
+    run_key k;
+    size_t start, end, cnt;
+  } rem[4]; /* runs to remember when the batch is run */
+  if (l->len - pos < 16 || pos > lim) return 0;
+  for (;;) {
+    if (p > lim) goto undo;
+    if (buf[p] == (single ? OP_APPEND : OP_APPENDS) && (p > pos + !single)) break;
+    if (single && p > pos) goto undo;
+    if ((buf[p] | 2u) == OP_LONG_BINGET) {
+      /* A run of references, walked; one longer than RUN_LONG bytes looked
+       * for in the run cache (as ref_run), and if it is not there,
+       * remembered once the batch is run.  (A shorter one is walked in
+       * less time than the cache takes to look.) */
+      size_t end, cnt, c2, e2;
+      run_key k = {0, 0, 0};
+      if (single) {
+        if ((buf[p] == OP_BINGET ? buf[p + 1] : le32(buf + p + 1)) >= l->memo_len) goto undo;
+        p += buf[p] == OP_BINGET ? 2 : 5;
+        pushes++;
+        continue;
+      }
+      if (!has_byte(le64(buf + p), OP_EMPTY_DICT, OP_APPENDS) &&
+          !has_byte(le64(buf + p + 8), OP_EMPTY_DICT, OP_APPENDS)) {
+        /* No new frame and no APPENDS in the next 16 bytes: a long run
+         * (or one of indices with those bytes), looked for first. */
+        if (!(cnt = run_lookup(l, p, &end, &k))) {
+          if (!(cnt = refs_walk(l, p, SIZE_MAX, &end))) goto undo;
+          if (nrem < sizeof rem / sizeof rem[0]) {
+            rem[nrem].k = k;
+            rem[nrem].start = p;
+            rem[nrem].end = end;
+            rem[nrem].cnt = cnt;
+            nrem++;
+          }
+        }
+      } else if (!(cnt = refs_walk(l, p, p + RUN_LONG, &end))) {
+        goto undo;
+      } else if (end >= p + RUN_LONG && (buf[end] | 2u) == OP_LONG_BINGET) {
+        if ((c2 = run_lookup(l, p, &e2, &k))) {
+          cnt = c2, end = e2;
+        } else if (cnt += refs_walk(l, end, SIZE_MAX, &end), nrem < sizeof rem / sizeof rem[0]) {
+          rem[nrem].k = k;
+          rem[nrem].start = p;
+          rem[nrem].end = end;
+          rem[nrem].cnt = cnt;
+          nrem++;
+        }
+      }
+      p = end;
+      pushes += cnt;
+    } else if (buf[p] == OP_EMPTY_DICT && buf[p + 1] == OP_MEMOIZE && buf[p + 2] == OP_MARK) {
+      size_t q, pairs = 0;
+      if (l->memo_len >= l->total || !memo_ready(l, l->memo_len, 0)) goto undo;
+      memo_set(l, l->memo_len, &l->lazy[LZ_DICT], 0, p + 2);
+      q = p + 3;
+      while (buf[q] != OP_SETITEMS) {
+        if (q > lim || !(n = fb_scalar(l, buf, q, lim))) goto undo;
+        q += n;
+        if (q > lim || !(n = fb_scalar(l, buf, q, lim))) goto undo;
+        q += n;
+        pairs++;
+      }
+      pushes += 1 + 2 * pairs;
+      p = q + 1;
+    } else {
+      goto undo;
+    }
+  }
+  if (pushes > l->lim.max_items - l->pushes) goto undo;
+  for (i = 0; i < nrem; i++) run_remember(l, &rem[i].k, rem[i].start, rem[i].end, rem[i].cnt);
+  l->pushes += pushes;
+  l->pos = p + 1;
+  l->at = p;
+  l->str_end = SIZE_MAX;
+  return 1;
+undo:
+  for (i = ml0; i < l->memo_len; i++) l->mbits[i / 64] &= ~((uint64_t)1 << (i % 64));
+  l->memo_len = ml0;
+  l->str_at = at0;
+  l->str_end = end0;
+  l->str_stored = st0;
+  l->store_len = sl0;
+  return 0;
+}
+
 /* The value of a key the schema does not keep (or a key to skip): an
  * integer, or (a key to skip) a memo reference ending the dict, here;
  * anything else on the skip machine. */
@@ -1925,7 +2158,32 @@ static int dskip(loader *l, gpuplan__pv *key, int skipkey, int op) {
   base = l->sp;
   m0 = l->nmarks;
   l->at = l->pos;
-  if (op == OP_EMPTY_LIST && skipkey) {
+  if (op == OP_EMPTY_LIST && skipkey && !l->memo_sparse) {
+    /* A frames list: EMPTY_LIST and its MEMOIZE as the machine runs them,
+     * then its batches (frames_batch), and the machine from where they
+     * stop (the list complete, or an opcode of another form). */
+    TRY(fill(l, l->ahead));
+    if (l->len - l->pos >= 16 && l->buf[l->pos + 1] == OP_MEMOIZE && l->memo_len < l->total &&
+        memo_ready(l, l->memo_len, 0) && l->pushes < l->lim.max_items) {
+      l->stack[l->sp++] = &l->lazy[LZ_LIST];
+      l->pushes++;
+      memo_set(l, l->memo_len, &l->lazy[LZ_LIST], 0, 0);
+      l->pos += 2;
+      l->at = l->pos;
+      for (;;) {
+        TRY(fill(l, l->ahead));
+        if (l->pos >= l->len) break;
+        if (value_ends(l, l->buf[l->pos])) {
+          /* The list is complete (as skip_from finds it: the next key or
+           * the dict's SETITEMS follows). */
+          l->sp = base - 1;
+          l->str_end = SIZE_MAX;
+          return 0;
+        }
+        if (!frames_batch(l)) break;
+      }
+    }
+  } else if (op == OP_EMPTY_LIST && skipkey) {
     /* A frames list as the skip machine runs it (EMPTY_LIST, its PUT,
      * MARK), and where its items are one run of references ending in
      * APPENDS, that run counted; otherwise the skip machine goes on from
