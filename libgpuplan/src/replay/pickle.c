@@ -254,10 +254,13 @@ static void say(loader *l, const char *fmt, ...) {
 }
 
 /* The loader's few hottest helpers, inlined where the compiler allows. */
+/* COLD: a function kept out of its callers' hot loops. */
 #if defined(__GNUC__) || defined(__clang__)
 #  define HOT static inline __attribute__((always_inline))
+#  define COLD static __attribute__((noinline))
 #else
 #  define HOT static inline
+#  define COLD static
 #endif
 
 /* Forward any non-zero code: errors and RESTART. */
@@ -1965,17 +1968,29 @@ static int dput_str(loader *l) {
   return 0;
 }
 
+/* frames_batch's memo, kept in locals while it runs: the entries set
+ * (ml; the memo dense, [0, ml)) and (moves) the store's length, with what
+ * memo_ready would look at, read once. */
+typedef struct fb_memo {
+  size_t ml, sl;
+  size_t cap, total;       /* memo_cap; no index at or past total (memo_put) */
+  int lazy_ok;             /* moff is there for every entry (memo_ready) */
+  uint64_t *bits;
+  gpuplan__pv **memo;
+  uint32_t *moff;
+} fb_memo;
+
 /* One scalar of a frames list's batch at p, run as the skip machine runs
- * it (frames_batch): a memo reference (an index below memo_len: the memo
- * is dense there), a BININT1/BININT2/BININT, or a str and, after it, its
- * MEMOIZE as memo_put keeps one (an unbuilt string, its opcode found
- * again if a GET wants it).  Returns the bytes it took, 0 at anything else
- * or where memo_put would grow something (the caller rolls back). */
-HOT size_t fb_scalar(loader *l, const unsigned char *buf, size_t p, size_t lim) {
+ * it: a memo reference (an index below ml), a BININT1/BININT2/BININT, or a
+ * str and, after it, its MEMOIZE as memo_put keeps one (an unbuilt string,
+ * its opcode found again if a GET wants it: memo_lazy, memo_ready,
+ * memo_set).  Returns the bytes it took, 0 at anything else or where
+ * memo_put would grow something (the caller rolls back). */
+HOT size_t fb_scalar(loader *l, fb_memo *m, const unsigned char *buf, size_t p, size_t lim) {
   size_t n;
   switch (buf[p]) {
-  case OP_BINGET: return buf[p + 1] < l->memo_len ? 2 : 0;
-  case OP_LONG_BINGET: return le32(buf + p + 1) < l->memo_len ? 5 : 0;
+  case OP_BINGET: return buf[p + 1] < m->ml ? 2 : 0;
+  case OP_LONG_BINGET: return le32(buf + p + 1) < m->ml ? 5 : 0;
   case OP_BININT1: n = 2; break;
   case OP_BININT2: n = 3; break;
   case OP_BININT: n = 5; break;
@@ -1988,14 +2003,19 @@ HOT size_t fb_scalar(loader *l, const unsigned char *buf, size_t p, size_t lim) 
     n += 5;
   str:
     if (n > lim - p) return 0;
-    l->str_at = p;
-    l->str_end = p + n;
-    l->str_stored = SIZE_MAX;
     if (buf[p + n] == OP_MEMOIZE) {
-      gpuplan__pv *const scalar = &l->lazy[LZ_SCALAR];
-      const int lazy = memo_lazy(l, scalar, p + n);
-      if (l->memo_len >= l->total || !memo_ready(l, l->memo_len, lazy)) return 0;
-      memo_set(l, l->memo_len, scalar, lazy, p + n + 1);
+      /* lazy where its opcode's offset fits 32 bits, in buf or the store */
+      const size_t at = l->moves ? m->sl : p;
+      if (m->ml >= m->total || m->ml >= m->cap || !m->lazy_ok || at > UINT32_MAX) return 0;
+      if (l->moves) {
+        if (l->store_cap - m->sl < n) return 0;
+        memcpy(l->store + m->sl, buf + p, n);
+        m->sl += n;
+      }
+      m->bits[m->ml / 64] |= (uint64_t)1 << (m->ml % 64);
+      m->memo[m->ml] = &l->lazy[LZ_STR];
+      m->moff[m->ml] = (uint32_t)at;
+      m->ml++;
       n++;
     }
     return n;
@@ -2022,18 +2042,26 @@ HOT int has_byte(uint64_t w, unsigned a, unsigned b) {
  * as it was, at anything else (another opcode, the window's end, room the
  * memo or the store would have to grow, the values limit), where the
  * machine goes on. */
-static int frames_batch(loader *l) {
+COLD int frames_batch(loader *l) {
   const unsigned char *const buf = l->buf;
   const size_t lim = l->len - 16; /* (the loop reads up to 16 bytes ahead) */
-  const size_t pos = l->pos, ml0 = l->memo_len, at0 = l->str_at, end0 = l->str_end, st0 = l->str_stored,
-               sl0 = l->store_len;
+  const size_t pos = l->pos, ml0 = l->memo_len;
   const int single = buf[pos] != OP_MARK;
   size_t p = pos + !single, pushes = 0, n, i, nrem = 0;
+  fb_memo m;
   struct {
     run_key k;
     size_t start, end, cnt;
   } rem[4]; /* runs to remember when the batch is run */
   if (l->len - pos < 16 || pos > lim) return 0;
+  m.ml = ml0;
+  m.sl = l->store_len;
+  m.cap = l->memo_cap;
+  m.total = l->total < SIZE_MAX ? (size_t)l->total : SIZE_MAX;
+  m.lazy_ok = l->moff && l->moff_cap >= l->memo_cap;
+  m.bits = l->mbits;
+  m.memo = l->memo;
+  m.moff = l->moff;
   for (;;) {
     if (p > lim) goto undo;
     if (buf[p] == (single ? OP_APPEND : OP_APPENDS) && (p > pos + !single)) break;
@@ -2046,11 +2074,12 @@ static int frames_batch(loader *l) {
       size_t end, cnt, c2, e2;
       run_key k = {0, 0, 0};
       if (single) {
-        if ((buf[p] == OP_BINGET ? buf[p + 1] : le32(buf + p + 1)) >= l->memo_len) goto undo;
+        if ((buf[p] == OP_BINGET ? buf[p + 1] : le32(buf + p + 1)) >= m.ml) goto undo;
         p += buf[p] == OP_BINGET ? 2 : 5;
         pushes++;
         continue;
       }
+      l->memo_len = m.ml; /* (what refs_walk checks against) */
       if (!has_byte(le64(buf + p), OP_EMPTY_DICT, OP_APPENDS) &&
           !has_byte(le64(buf + p + 8), OP_EMPTY_DICT, OP_APPENDS)) {
         /* No new frame and no APPENDS in the next 16 bytes: a long run
@@ -2082,13 +2111,14 @@ static int frames_batch(loader *l) {
       pushes += cnt;
     } else if (buf[p] == OP_EMPTY_DICT && buf[p + 1] == OP_MEMOIZE && buf[p + 2] == OP_MARK) {
       size_t q, pairs = 0;
-      if (l->memo_len >= l->total || !memo_ready(l, l->memo_len, 0)) goto undo;
-      memo_set(l, l->memo_len, &l->lazy[LZ_DICT], 0, p + 2);
+      if (m.ml >= m.total || m.ml >= m.cap) goto undo;
+      m.bits[m.ml / 64] |= (uint64_t)1 << (m.ml % 64);
+      m.memo[m.ml++] = &l->lazy[LZ_DICT];
       q = p + 3;
       while (buf[q] != OP_SETITEMS) {
-        if (q > lim || !(n = fb_scalar(l, buf, q, lim))) goto undo;
+        if (q > lim || !(n = fb_scalar(l, &m, buf, q, lim))) goto undo;
         q += n;
-        if (q > lim || !(n = fb_scalar(l, buf, q, lim))) goto undo;
+        if (q > lim || !(n = fb_scalar(l, &m, buf, q, lim))) goto undo;
         q += n;
         pairs++;
       }
@@ -2099,6 +2129,8 @@ static int frames_batch(loader *l) {
     }
   }
   if (pushes > l->lim.max_items - l->pushes) goto undo;
+  l->memo_len = m.ml;
+  l->store_len = m.sl;
   for (i = 0; i < nrem; i++) run_remember(l, &rem[i].k, rem[i].start, rem[i].end, rem[i].cnt);
   l->pushes += pushes;
   l->pos = p + 1;
@@ -2106,12 +2138,8 @@ static int frames_batch(loader *l) {
   l->str_end = SIZE_MAX;
   return 1;
 undo:
-  for (i = ml0; i < l->memo_len; i++) l->mbits[i / 64] &= ~((uint64_t)1 << (i % 64));
+  for (i = ml0; i < m.ml; i++) m.bits[i / 64] &= ~((uint64_t)1 << (i % 64));
   l->memo_len = ml0;
-  l->str_at = at0;
-  l->str_end = end0;
-  l->str_stored = st0;
-  l->store_len = sl0;
   return 0;
 }
 
@@ -2170,6 +2198,25 @@ static int dskip(loader *l, gpuplan__pv *key, int skipkey, int op) {
       memo_set(l, l->memo_len, &l->lazy[LZ_LIST], 0, 0);
       l->pos += 2;
       l->at = l->pos;
+      {
+        /* The most common list of all, a long run of references the run
+         * cache knows (a stack seen before), one batch, the dict's last
+         * value: counted at once. */
+        const unsigned char *const b = l->buf;
+        const size_t q = l->pos + 1;
+        size_t cnt, end;
+        run_key k;
+        if (b[l->pos] == OP_MARK && l->len - q >= 16 && !has_byte(le64(b + q), OP_EMPTY_DICT, OP_APPENDS) &&
+            !has_byte(le64(b + q + 8), OP_EMPTY_DICT, OP_APPENDS) && (b[q] | 2u) == OP_LONG_BINGET &&
+            (cnt = run_lookup(l, q, &end, &k)) && l->len - end >= 2 && b[end] == OP_APPENDS &&
+            b[end + 1] == OP_SETITEMS && cnt <= l->lim.max_items - l->pushes) {
+          l->pushes += cnt;
+          l->pos = end + 1;
+          l->sp = base - 1;
+          l->str_end = SIZE_MAX;
+          return 0;
+        }
+      }
       for (;;) {
         TRY(fill(l, l->ahead));
         if (l->pos >= l->len) break;
