@@ -1973,12 +1973,26 @@ static int dput_str(loader *l) {
  * memo_ready would look at, read once. */
 typedef struct fb_memo {
   size_t ml, sl;
-  size_t cap, total;       /* memo_cap; no index at or past total (memo_put) */
-  int lazy_ok;             /* moff is there for every entry (memo_ready) */
-  uint64_t *bits;
+  size_t room;             /* entries below it can be set: memo_cap, and no
+                            * index at or past the input's size (memo_put) */
+  size_t sroom;            /* ... as unbuilt strings: room, or 0 without moff
+                            * for every entry or offsets that fit 32 bits */
+  uint64_t *bits;          /* (set for the new entries when the batch is run) */
   gpuplan__pv **memo;
   uint32_t *moff;
 } fb_memo;
+
+/* Set the bits of entries [from, to) in bits. */
+static void memo_bits_set(uint64_t *bits, size_t from, size_t to) {
+  if (from >= to) return;
+  if (from / 64 == (to - 1) / 64) {
+    bits[from / 64] |= (~(uint64_t)0 >> (64 - (to - from))) << (from % 64);
+    return;
+  }
+  bits[from / 64] |= ~(uint64_t)0 << (from % 64);
+  for (from = from / 64 + 1; from < (to - 1) / 64; from++) bits[from] = ~(uint64_t)0;
+  bits[(to - 1) / 64] |= ~(uint64_t)0 >> (63 - (to - 1) % 64);
+}
 
 /* One scalar of a frames list's batch at p, run as the skip machine runs
  * it: a memo reference (an index below ml), a BININT1/BININT2/BININT, or a
@@ -1988,6 +2002,16 @@ typedef struct fb_memo {
  * memo_put would grow something (the caller rolls back). */
 HOT size_t fb_scalar(loader *l, fb_memo *m, const unsigned char *buf, size_t p, size_t lim) {
   size_t n;
+  if (buf[p] == OP_SHORT_BINUNICODE && !l->moves) {
+    /* (a new frame's name or file, the most common by far) */
+    n = 2 + (size_t)buf[p + 1];
+    if (n > lim - p) return 0;
+    if (buf[p + n] != OP_MEMOIZE) return n;
+    if (m->ml >= m->sroom) return 0;
+    m->memo[m->ml] = &l->lazy[LZ_STR];
+    m->moff[m->ml++] = (uint32_t)p;
+    return n + 1;
+  }
   switch (buf[p]) {
   case OP_BINGET: return buf[p + 1] < m->ml ? 2 : 0;
   case OP_LONG_BINGET: return le32(buf + p + 1) < m->ml ? 5 : 0;
@@ -2006,13 +2030,12 @@ HOT size_t fb_scalar(loader *l, fb_memo *m, const unsigned char *buf, size_t p, 
     if (buf[p + n] == OP_MEMOIZE) {
       /* lazy where its opcode's offset fits 32 bits, in buf or the store */
       const size_t at = l->moves ? m->sl : p;
-      if (m->ml >= m->total || m->ml >= m->cap || !m->lazy_ok || at > UINT32_MAX) return 0;
+      if (m->ml >= m->sroom) return 0;
       if (l->moves) {
-        if (l->store_cap - m->sl < n) return 0;
+        if (l->store_cap - m->sl < n || m->sl > UINT32_MAX) return 0;
         memcpy(l->store + m->sl, buf + p, n);
         m->sl += n;
       }
-      m->bits[m->ml / 64] |= (uint64_t)1 << (m->ml % 64);
       m->memo[m->ml] = &l->lazy[LZ_STR];
       m->moff[m->ml] = (uint32_t)at;
       m->ml++;
@@ -2056,9 +2079,8 @@ COLD int frames_batch(loader *l) {
   if (l->len - pos < 16 || pos > lim) return 0;
   m.ml = ml0;
   m.sl = l->store_len;
-  m.cap = l->memo_cap;
-  m.total = l->total < SIZE_MAX ? (size_t)l->total : SIZE_MAX;
-  m.lazy_ok = l->moff && l->moff_cap >= l->memo_cap;
+  m.room = l->total < l->memo_cap ? (size_t)l->total : l->memo_cap;
+  m.sroom = l->moff && l->moff_cap >= l->memo_cap && (l->moves || l->len <= UINT32_MAX) ? m.room : 0;
   m.bits = l->mbits;
   m.memo = l->memo;
   m.moff = l->moff;
@@ -2111,13 +2133,15 @@ COLD int frames_batch(loader *l) {
       pushes += cnt;
     } else if (buf[p] == OP_EMPTY_DICT && buf[p + 1] == OP_MEMOIZE && buf[p + 2] == OP_MARK) {
       size_t q, pairs = 0;
-      if (m.ml >= m.total || m.ml >= m.cap) goto undo;
-      m.bits[m.ml / 64] |= (uint64_t)1 << (m.ml % 64);
+      if (m.ml >= m.room) goto undo;
       m.memo[m.ml++] = &l->lazy[LZ_DICT];
       q = p + 3;
       while (buf[q] != OP_SETITEMS) {
-        if (q > lim || !(n = fb_scalar(l, &m, buf, q, lim))) goto undo;
-        q += n;
+        /* (the key a BINGET, as torch pickles all but the first frame's) */
+        if (q > lim) goto undo;
+        if (buf[q] == OP_BINGET && buf[q + 1] < m.ml) q += 2;
+        else if (!(n = fb_scalar(l, &m, buf, q, lim))) goto undo;
+        else q += n;
         if (q > lim || !(n = fb_scalar(l, &m, buf, q, lim))) goto undo;
         q += n;
         pairs++;
@@ -2129,6 +2153,7 @@ COLD int frames_batch(loader *l) {
     }
   }
   if (pushes > l->lim.max_items - l->pushes) goto undo;
+  memo_bits_set(m.bits, ml0, m.ml);
   l->memo_len = m.ml;
   l->store_len = m.sl;
   for (i = 0; i < nrem; i++) run_remember(l, &rem[i].k, rem[i].start, rem[i].end, rem[i].cnt);
@@ -2138,7 +2163,6 @@ COLD int frames_batch(loader *l) {
   l->str_end = SIZE_MAX;
   return 1;
 undo:
-  for (i = ml0; i < m.ml; i++) m.bits[i / 64] &= ~((uint64_t)1 << (i % 64));
   l->memo_len = ml0;
   return 0;
 }
