@@ -114,6 +114,7 @@ typedef struct int_seen {
 #define RUN_HEAD 16
 #define RUN_SCAN 4096 /* how far the first APPENDS byte is looked for */
 #define RUN_LONG 16  /* frames_batch: bytes of a run before the cache is looked in */
+#define RUN_CACHE_MIN ((uint64_t)64 << 10) /* frames_batch: smaller inputs' runs are walked, the cache not made */
 typedef struct run_seen {
   uint64_t off; /* its bytes: in the input (whole), or in the run store (moves) */
   size_t len, cnt;
@@ -159,6 +160,7 @@ typedef struct loader {
   uint64_t *mbits;    /* bit i: memo[i] is set */
   int_seen *ints;     /* nints (a power of two), made at the first integer */
   size_t nints;
+  size_t ints_made;   /* integers made since the cache was (int_value) */
   int ints_failed;    /* out of memory for them: go without */
   run_seen *runs;     /* nruns (RUN_WAYS per bucket), made at the first use */
   unsigned char *run_next; /* per bucket: the way replaced next */
@@ -598,11 +600,25 @@ HOT int_seen *int_slot(const loader *l, int64_t i) {
 static gpuplan__pv *int_value(loader *l, int64_t i) {
   int_seen *c = NULL;
   gpuplan__pv *v;
-  if (!l->ints && !l->ints_failed) {
-    size_t n = 64;
-    while (n < INT_CACHE && n * 128 < l->total) n *= 2;
-    if ((l->ints = gpuplan__calloc(l->ctx, n, sizeof *l->ints))) l->nints = n;
-    else l->ints_failed = 1; /* only costs memory */
+  if ((!l->ints || l->ints_made > 2 * l->nints) && !l->ints_failed) {
+    /* Made small (most of a snapshot's integers are decoded into records,
+     * never made), then four times larger each time it has made twice as
+     * many values as it has slots, up to INT_CACHE or a slot per 128 bytes
+     * of input. */
+    size_t n = l->ints ? 4 * l->nints : 16, most = 16;
+    while (most < INT_CACHE && most * 128 < l->total) most *= 2;
+    if (n > most) n = most;
+    if (!l->ints || n > l->nints) {
+      int_seen *t = gpuplan__calloc(l->ctx, n, sizeof *l->ints);
+      if (t) {
+        gpuplan__free(l->ctx, l->ints);
+        l->ints = t;
+        l->nints = n;
+      } else if (!l->ints) {
+        l->ints_failed = 1; /* only costs memory */
+      }
+    }
+    l->ints_made = 0;
   }
   if (l->ints) {
     c = int_slot(l, i);
@@ -610,6 +626,7 @@ static gpuplan__pv *int_value(loader *l, int64_t i) {
   }
   if (!(v = newv(l, GPUPLAN__PV_INT, 0))) return NULL;
   v->u.i = i;
+  l->ints_made++;
   if (c) {
     c->v = v;
     c->i = i;
@@ -2102,7 +2119,9 @@ COLD int frames_batch(loader *l) {
         continue;
       }
       l->memo_len = m.ml; /* (what refs_walk checks against) */
-      if (!has_byte(le64(buf + p), OP_EMPTY_DICT, OP_APPENDS) &&
+      if (l->total < RUN_CACHE_MIN) {
+        if (!(cnt = refs_walk(l, p, SIZE_MAX, &end))) goto undo;
+      } else if (!has_byte(le64(buf + p), OP_EMPTY_DICT, OP_APPENDS) &&
           !has_byte(le64(buf + p + 8), OP_EMPTY_DICT, OP_APPENDS)) {
         /* No new frame and no APPENDS in the next 16 bytes: a long run
          * (or one of indices with those bytes), looked for first. */
@@ -2230,7 +2249,8 @@ static int dskip(loader *l, gpuplan__pv *key, int skipkey, int op) {
         const size_t q = l->pos + 1;
         size_t cnt, end;
         run_key k;
-        if (b[l->pos] == OP_MARK && l->len - q >= 16 && !has_byte(le64(b + q), OP_EMPTY_DICT, OP_APPENDS) &&
+        if (l->total >= RUN_CACHE_MIN && b[l->pos] == OP_MARK && l->len - q >= 16 &&
+            !has_byte(le64(b + q), OP_EMPTY_DICT, OP_APPENDS) &&
             !has_byte(le64(b + q + 8), OP_EMPTY_DICT, OP_APPENDS) && (b[q] | 2u) == OP_LONG_BINGET &&
             (cnt = run_lookup(l, q, &end, &k)) && l->len - end >= 2 && b[end] == OP_APPENDS &&
             b[end + 1] == OP_SETITEMS && cnt <= l->lim.max_items - l->pushes) {
