@@ -1974,6 +1974,63 @@ static void test_pickle__decode_errors_match_skip_load(void **state) {
   free(buf);
 }
 
+/* The forms of a frames list the decoder runs a batch of in one loop
+ * (frames_batch in pickle.c): tests/data/replay/frames-forms.pickle (one
+ * frame and APPEND, a frame again in its own list, a name past 255 bytes,
+ * lines past one and two bytes, a frame of four keys with a float and
+ * None, an empty list) and frames-batches.pickle (lists of 1,001 frames in
+ * two batches, long stacks met again, 66 KB, past the run cache's 64 KiB;
+ * generate.py).  Each skips as the plain loader loads it, and decodes as it
+ * skips, through every window and without a second pass; frames-forms also
+ * cut at every byte and with every byte changed in turn (frames-batches
+ * finds the memo full at a frame's dict inside a batch: generate.py), and
+ * both under values limits that end inside a batch (the skipping load's
+ * error). */
+static void check_skip_and_decode(const void *data, size_t len, const char *name) {
+  (void)same_with_skip(data, len, snapshot_skipped, name);
+  (void)same_with_decode(data, len, name);
+}
+
+static void test_pickle__frames_batches(void **state) {
+  static const char *const files[] = {"../replay/frames-forms.pickle", "../replay/frames-batches.pickle"};
+  static const unsigned char vals[] = {0x00, 0x28, 0x4b, 0x5d, 0x61, 0x65, 0x68, 0x6a, 0x75, 0x7d, 0x8c, 0x94, 0xff};
+  char dir[1024];
+  size_t f, n;
+  (void)state;
+  if (!traces_dir(dir, sizeof dir)) fail_msg("GPUPLAN_TRACES and GPUPLAN_SOURCE_DIR unset");
+  for (f = 0; f < sizeof files / sizeof files[0]; f++) {
+    char *buf = read_file(dir, files[f], &n);
+    loaded A;
+    size_t values, k;
+    if (!buf) fail_msg("missing %s/%s", dir, files[f]);
+    assert_int_equal(same_with_skip(buf, n, snapshot_skipped, files[f]), 0);
+    assert_int_equal(same_with_decode(buf, n, files[f]), 0);
+    load_skip(&A, buf, n, snapshot_skipped);
+    assert_int_equal(A.rc, GPUPLAN_OK);
+    values = A.p.values;
+    unload(&A);
+    for (k = 1; k <= 3; k++) {
+      /* a limit a third, two thirds and one value short of the file's */
+      const gpuplan__pickle_limits lim = {200, k == 3 ? values - 1 : values * k / 3};
+      loaded B;
+      counting_init(&A.c);
+      A.ctx = counting_ctx(&A.c);
+      A.rc = gpuplan__pickle_load_skip(A.ctx, buf, n, &lim, snapshot_skipped, &A.p, &A.root);
+      counting_init(&B.c);
+      B.ctx = counting_ctx(&B.c);
+      B.rc = gpuplan__pickle_load_decode(B.ctx, buf, n, NULL, &lim, snapshot_skipped, snapshot_decoded, &B.p, &B.root);
+      assert_int_equal(A.rc, GPUPLAN_EINVAL);
+      assert_int_equal(B.rc, GPUPLAN_EINVAL);
+      assert_string_equal(gpuplan_errmsg(A.ctx), gpuplan_errmsg(B.ctx));
+      assert_non_null(strstr(gpuplan_errmsg(B.ctx), "limit exceeded"));
+      unload(&A);
+      unload(&B);
+    }
+    if (f == 0) each_cut_and_byte(buf, n, vals, sizeof vals, files[f], check_skip_and_decode);
+    free(buf);
+  }
+}
+
 /* --- out of memory ----------------------------------------------------------- */
 
 /* Fail the n-th allocation of a load, for every n until none fails: each
@@ -2081,6 +2138,7 @@ int main(void) {
     cmocka_unit_test(test_pickle__decode_misuse),
     cmocka_unit_test(test_pickle__decode_limits),
     cmocka_unit_test(test_pickle__decode_errors_match_skip_load),
+    cmocka_unit_test(test_pickle__frames_batches),
     cmocka_unit_test(test_pickle__oom_sweep),
   };
   return cmocka_run_group_tests_name("pickle", tests, NULL, NULL);

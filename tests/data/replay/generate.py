@@ -337,6 +337,80 @@ write("decode-small.pickle", {
                              {_a2[0]: _a2[1], _a2[2]: _a2[3], _a2[4]: 0, _fresh("time_us"): 1748474887587282}],
     "strs_again": [_a2[3], _a2[0], _a2[1], _a2[4], _a2[2]]})
 
+# frames-forms.pickle: the forms of a frames list the loader's batch loop
+# runs in one step (test_pickle.c: every truncation and byte changed in
+# turn, decoded and skipped alike, as decode-small): one frame (its item
+# and APPEND), a frame met twice in one list (the second a reference to
+# the first, memoized in the same batch), a name longer than 255 bytes
+# (BINUNICODE), lines past one and two bytes (BININT2, BININT), a frame of
+# four keys with a float and None, an empty list, and a run of references
+# long enough for the run cache once the input is larger (it is not); the
+# last frame's name is the allocator settings' PYTORCH_CUDA_ALLOC_CONF.
+_g1 = {"filename": "m.py", "line": 7, "name": "step"}
+_g2 = {"filename": "m.py", "line": 300, "name": "x" * 300}
+_g3 = {"filename": "n.py", "line": 70000, "name": "fwd"}
+_g4 = {"filename": None, "line": 1.5, "name": "odd", "extra": 2}
+# The last entry a batch memoizes (the last frame's name) is fetched again
+# by the loader outside the frames, as torch's first '' (a frame's file)
+# is fetched again for PYTORCH_CUDA_ALLOC_CONF: an entry the batch loop
+# left unmarked fails that fetch.
+_conf = _fresh("garbage_collection_threshold:0.8")
+_g5 = {"filename": "o.py", "line": 2, "name": _conf}
+_fdevs = [dict(ev("segment_alloc", S0, 20 * MiB), time_us=1748474880683573, frames=[_g1]),
+          dict(ev("alloc", S0, 2 * MiB), time_us=1748474880683666, frames=[_g2, _g1, _g2, _g3]),
+          dict(ev("alloc", S0 + 2 * MiB, 3 * MiB), time_us=1748474880683767, frames=[_g4, _g3]),
+          dict(ev("free_requested", S0 + 2 * MiB, 3 * MiB), time_us=1748474880683855, frames=[]),
+          dict(ev("free_completed", S0 + 2 * MiB, 3 * MiB), time_us=1748474880683949,
+               frames=[_g1, _g3, _g2, _g1, _g3, _g2, _g1, _g3, _g2, _g4, _g5])]
+_fseg = seg(S0, [(2 * MiB, 2 * MiB, True), (18 * MiB, 0, False)])
+_fseg["frames"] = [_g1]
+_fseg["blocks"][0]["frames"] = [_g3, _g3]
+_fseg["blocks"][1]["frames"] = []
+write("frames-forms.pickle", {"segments": [_fseg], "device_traces": [_fdevs],
+                              "allocator_settings": dict(SETTINGS, PYTORCH_CUDA_ALLOC_CONF=_conf,
+                                                         garbage_collection_threshold=0.8)})
+
+# frames-batches.pickle: lists of more than 1,000 frames, which a pickler
+# writes in batches of 1,000 (MARK ... APPENDS, then the rest: here one,
+# with APPEND), new frames and references to them, in an input past 64 KiB
+# (the run cache's), and long stacks met again: decoded without a second
+# pass, as the skipping load gives it (test_pickle.c).
+_many = [{"filename": "b%d.py" % (i % 7), "line": i, "name": "f%d" % i} for i in range(1001)]
+_bdevs = [dict(ev("segment_alloc", S0, 20 * MiB), time_us=1748474880683573, frames=_many),
+          dict(ev("alloc", S0, 2 * MiB), time_us=1748474880683666, frames=list(reversed(_many)) + _many[:999]),
+          dict(ev("free_requested", S0, 2 * MiB), time_us=1748474880683767, frames=_many[::3] * 4),
+          dict(ev("free_completed", S0, 2 * MiB), time_us=1748474880683855, frames=_many[::3] * 4)]
+for _i in range(8):  # the same long stacks again: what the run cache knows
+    _bdevs += [dict(ev("alloc", S0, 4 * MiB), time_us=1748474880684000 + 3 * _i, frames=_many[5:60] + [_many[_i]]),
+               dict(ev("free_requested", S0, 4 * MiB), time_us=1748474880684001 + 3 * _i, frames=_many[5:60]),
+               dict(ev("free_completed", S0, 4 * MiB), time_us=1748474880684002 + 3 * _i,
+                    frames=_many[:200] * 2)]
+# The memo is first sized a power of two (2,048 entries here): the segment
+# holds as many extra strs ("pad", a key no replay reads) as put entry
+# 2,048 on a frame's dict inside the first batch, where the batch finds
+# the memo full and gives way to the machine, which grows it.
+def _memo_op(data, idx):
+    import pickletools
+    ops = list(pickletools.genops(data))
+    n = 0
+    for i, (op, _, _) in enumerate(ops):
+        if op.name == "MEMOIZE":
+            if n == idx:
+                return ops[i - 1][0].name
+            n += 1
+    return None
+
+
+for _k in range(64):
+    _bseg = seg(S0, [(20 * MiB, 0, False)])
+    _bseg["pad"] = ["p%d" % i for i in range(_k)]
+    _bsnap = {"segments": [_bseg], "device_traces": [_bdevs], "allocator_settings": SETTINGS}
+    if _memo_op(pickle.dumps(_bsnap, protocol=4), 2048) == "EMPTY_DICT":
+        break
+else:
+    raise SystemExit("frames-batches: no padding puts memo entry 2048 on a frame")
+write("frames-batches.pickle", _bsnap)
+
 # Review 2026-12-02: PyTorch's counters are int64 and its cumulative ones
 # ("Tot Alloc") pass 2^63 - 1 after 16 allocations of 2^59 bytes (512 PiB,
 # under the 1 EB request limit): the model's counters wrap as PyTorch's
