@@ -1002,6 +1002,87 @@ static void test_replay__l6_bad_files_are_named(void **state) {
   counting_done(&c, ctx);
 }
 
+/* gpuplan_snapshot_load reads a file under 64 KiB with one pread and loads
+ * the bytes (no fstat, no window); a larger one, or one whose bytes do not
+ * load, goes the way it always went.  Either way the file loads as its
+ * bytes do: {'segments': [], 'device_traces': [[]], 'allocator_settings':
+ * {'expandable_segments': True}, 'pad': 'aaa...'} padded to one byte less
+ * than 64 KiB, 64 KiB and one more, whole and without its last byte (STOP:
+ * the error names the file and says what the bytes' load says). */
+static void pk_pad_snapshot(pk *b, size_t total) {
+  static const char head[] = "\x80\x02}(";
+  size_t fixed, n, i;
+  b->n = 0;
+  pk_put(b, head, 4);
+  pk_str(b, "segments");
+  pk_op(b, ']');
+  pk_str(b, "device_traces");
+  pk_put(b, "]]a", 3);
+  pk_str(b, "allocator_settings");
+  pk_put(b, "}(", 2);
+  pk_str(b, "expandable_segments");
+  pk_op(b, (char)0x88); /* NEWTRUE */
+  pk_op(b, 'u');
+  pk_str(b, "pad");
+  fixed = b->n + 5 + 2; /* the pad's BINUNICODE header; SETITEMS, STOP */
+  assert_true(total > fixed);
+  n = total - fixed;
+  {
+    unsigned char h[5] = {'X', (unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
+                          (unsigned char)(n >> 24)};
+    pk_put(b, h, 5);
+  }
+  for (i = 0; i < n; i++) pk_op(b, 'a');
+  pk_put(b, "u.", 2);
+  assert_int_equal(b->n, total);
+}
+
+static void test_replay__load_reads_a_small_file_at_once(void **state) {
+  static const size_t sizes[] = {200, (64u << 10) - 1, 64u << 10, (64u << 10) + 1};
+  counting c;
+  gpuplan_ctx *ctx;
+  pk b = {NULL, 0, 0};
+  char path[1024], want[4096];
+  size_t i;
+  int cut;
+  (void)state;
+  counting_init(&c);
+  ctx = counting_ctx(&c);
+  tmp_path(path, sizeof path, "probe.pickle");
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    for (cut = 0; cut < 2; cut++) {
+      gpuplan_snapshot *fs = NULL, *bs = NULL;
+      int frc, brc;
+      FILE *f;
+      pk_pad_snapshot(&b, sizes[i]);
+      f = fopen(path, "wb");
+      assert_non_null(f);
+      assert_int_equal(fwrite(b.p, 1, b.n - (size_t)cut, f), b.n - (size_t)cut);
+      fclose(f);
+      brc = gpuplan_snapshot_load_buffer(ctx, b.p, b.n - (size_t)cut, 0, &bs);
+      if (brc) snprintf(want, sizeof want, "%s: %s", path, gpuplan_errmsg(ctx));
+      frc = gpuplan_snapshot_load(ctx, path, 0, &fs);
+      assert_int_equal(frc, brc);
+      if (cut) {
+        assert_int_equal(frc, GPUPLAN_EINVAL);
+        assert_null(fs);
+        assert_string_equal(gpuplan_errmsg(ctx), want);
+        assert_non_null(strstr(want, "STOP"));
+        continue;
+      }
+      assert_int_equal(frc, GPUPLAN_OK);
+      assert_int_equal(gpuplan_snapshot_event_count(fs), gpuplan_snapshot_event_count(bs));
+      assert_int_equal(gpuplan_snapshot_segment_count(fs), 0);
+      assert_int_equal(gpuplan_snapshot_conf(fs)->expandable_segments, 1);
+      assert_int_equal(gpuplan_snapshot_conf(bs)->expandable_segments, 1);
+      gpuplan_snapshot_free(fs);
+      gpuplan_snapshot_free(bs);
+    }
+  unlink(path);
+  free(b.p);
+  counting_done(&c, ctx);
+}
+
 /* --- expandable segments (tests/data/replay/generate.py derives every
  * event by hand from CUDACachingAllocator.cpp; the derivation is there) --- */
 
@@ -1347,6 +1428,7 @@ int main(void) {
     cmocka_unit_test(test_replay__start_pools_in_best_fit_order),
     cmocka_unit_test(test_replay__l11_own_snapshots_read_back),
     cmocka_unit_test(test_replay__l6_bad_files_are_named),
+    cmocka_unit_test(test_replay__load_reads_a_small_file_at_once),
     cmocka_unit_test(test_replay__expandable_exact),
     cmocka_unit_test(test_replay__expandable_moved_alloc_diverges),
     cmocka_unit_test(test_replay__expandable_midrun),
