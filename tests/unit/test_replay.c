@@ -1037,6 +1037,51 @@ static void pk_pad_snapshot(pk *b, size_t total) {
   assert_int_equal(b->n, total);
 }
 
+/* A snapshot's allocator_settings.roundup_power2_divisions dict ({"1": d0,
+ * ..., "32768": d15}, keys in MB) lands on the entries the list form
+ * gives the same keys: entry log2(MB), capped at 15 (allocator-rules R5;
+ * both now ask gpuplan__roundup_interval).  By hand: "1" -> 0, "512" -> 9,
+ * "32768" -> 15, and "65536" (no torch writes it) -> 15 as well, after
+ * "32768", so 16 wins; every other entry stays 0. */
+static void test_replay__settings_roundup_dict_as_the_list_form(void **state) {
+  static const char *const keys[] = {"1", "512", "32768", "65536"};
+  static const unsigned vals[] = {2, 4, 8, 16};
+  counting c;
+  gpuplan_ctx *ctx;
+  gpuplan_snapshot *s = NULL;
+  gpuplan_alloc_conf list;
+  const gpuplan_alloc_conf *got;
+  pk b = {NULL, 0, 0};
+  size_t i;
+  (void)state;
+  counting_init(&c);
+  ctx = counting_ctx(&c);
+  pk_put(&b, "\x80\x02}(", 4);
+  pk_str(&b, "segments");
+  pk_op(&b, ']');
+  pk_str(&b, "device_traces");
+  pk_put(&b, "]]a", 3);
+  pk_str(&b, "allocator_settings");
+  pk_put(&b, "}(", 2);
+  pk_kv_str(&b, "PYTORCH_CUDA_ALLOC_CONF", "");
+  pk_str(&b, "roundup_power2_divisions");
+  pk_put(&b, "}(", 2);
+  for (i = 0; i < 4; i++) pk_kv_int(&b, keys[i], vals[i]);
+  pk_put(&b, "uuu.", 4);
+  assert_int_equal(gpuplan_snapshot_load_buffer(ctx, b.p, b.n, 0, &s), GPUPLAN_OK);
+  got = gpuplan_snapshot_conf(s);
+  assert_non_null(got);
+  for (i = 0; i < 16; i++)
+    assert_int_equal(got->roundup_divisions[i], i == 0 ? 2 : i == 9 ? 4 : i == 15 ? 16 : 0);
+  assert_int_equal(gpuplan_alloc_conf_parse(ctx, "roundup_power2_divisions:[1:2,512:4,32768:8,65536:16]",
+                                            GPUPLAN_TORCH_LATEST, &list),
+                   GPUPLAN_OK);
+  assert_memory_equal(list.roundup_divisions, got->roundup_divisions, sizeof list.roundup_divisions);
+  gpuplan_snapshot_free(s);
+  free(b.p);
+  counting_done(&c, ctx);
+}
+
 static void test_replay__load_reads_a_small_file_at_once(void **state) {
   static const size_t sizes[] = {200, (64u << 10) - 1, 64u << 10, (64u << 10) + 1};
   counting c;
@@ -1429,6 +1474,7 @@ int main(void) {
     cmocka_unit_test(test_replay__l11_own_snapshots_read_back),
     cmocka_unit_test(test_replay__l6_bad_files_are_named),
     cmocka_unit_test(test_replay__load_reads_a_small_file_at_once),
+    cmocka_unit_test(test_replay__settings_roundup_dict_as_the_list_form),
     cmocka_unit_test(test_replay__expandable_exact),
     cmocka_unit_test(test_replay__expandable_moved_alloc_diverges),
     cmocka_unit_test(test_replay__expandable_midrun),

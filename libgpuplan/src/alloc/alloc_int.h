@@ -139,6 +139,11 @@ int gpuplan__has_expandable_segments(unsigned release);
 /* R34: whether a release gives private pools expandable segments (conf.c). */
 int gpuplan__private_pools_expandable(unsigned release);
 int gpuplan__rounding_rules(unsigned release);
+/* roundup_power2_divisions' entry for a key of mb MB (a power of two, as
+ * the list form's keys and a snapshot's allocator_settings dict give it):
+ * log2(mb), capped at the last entry, 15 (32768 MB and up), as
+ * parseRoundUpPower2Divisions does (conf.c [CFG]; allocator-rules R5). */
+unsigned gpuplan__roundup_interval(uint64_t mb);
 
 /* memory_summary(device, abbreviated) in the layout of a release. */
 int gpuplan__alloc_summary(gpuplan_cachealloc *a, int device, int abbreviated, gpuplan_torch_version layout,

@@ -173,6 +173,11 @@ static int ilog2(uint64_t x) {
 #endif
 }
 
+unsigned gpuplan__roundup_interval(uint64_t mb) {
+  const int i = ilog2(mb);
+  return i < 0 ? 0 : i > 15 ? 15 : (unsigned)i;
+}
+
 static const char *skip_ws(const char *p) {
   while (*p == ' ' || *p == '\t') p++;
   return p;
@@ -286,8 +291,7 @@ static const char *parse_divisions(gpuplan_ctx *ctx, const char *p, gpuplan_allo
         int from = c->release >= 210 ? last + 1 : last;
         for (i = from; i < 16; i++) c->roundup_divisions[i] = (unsigned)val;
       } else {
-        idx = ilog2(key);
-        if (idx > 15) idx = 15;
+        idx = (int)gpuplan__roundup_interval(key);
         /* the first explicit key fills the intervals below it; a '>'
          * before it does not count as first (first_value is cleared in
          * the key's branch only, [CFG] and [ACF]; review 2026-12-02) */

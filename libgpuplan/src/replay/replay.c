@@ -122,135 +122,6 @@ static int bad_u64(gpuplan_ctx *ctx, const char *key, const char *what, size_t i
                         what, idx, key);
 }
 
-/* The fields of allocator_settings that conf_from_settings and convert
- * read, found in one pass over the dict (the last of a key, as
- * gpuplan__pv_get finds it; five gpuplan__pv_get a field were a tenth of
- * a 33-event snapshot's settings). */
-typedef struct settings_view {
-  const gpuplan__pv *text, *expandable, *roundup, *max_split, *gc;
-} settings_view;
-
-static void settings_view_of(const gpuplan__pv *set, settings_view *sv) {
-  size_t k;
-  memset(sv, 0, sizeof *sv);
-  if (!set || set->type != GPUPLAN__PV_DICT) return;
-  for (k = 0; k < set->u.dict.n; k++) {
-    const gpuplan__pv *key = set->u.dict.keys[k], *val = set->u.dict.vals[k];
-    const char *t;
-    if (key->type != GPUPLAN__PV_STR) continue;
-    t = key->u.str.s;
-#define SV_IS(name) (key->u.str.len == sizeof name - 1 && memcmp(t, name, sizeof name - 1) == 0)
-    if (SV_IS("PYTORCH_CUDA_ALLOC_CONF")) sv->text = val;
-    else if (SV_IS("expandable_segments")) sv->expandable = val;
-    else if (SV_IS("roundup_power2_divisions")) sv->roundup = val;
-    else if (SV_IS("max_split_size")) sv->max_split = val;
-    else if (SV_IS("garbage_collection_threshold")) sv->gc = val;
-#undef SV_IS
-  }
-}
-
-/* The file's allocator_settings onto a conf; a value PyTorch itself would
- * refuse is an error naming the field (review L6). */
-static int conf_from_settings(gpuplan_ctx *ctx, const gpuplan__pv *set, const settings_view *sv,
-                              gpuplan_alloc_conf *c, char **unread) {
-  const gpuplan__pv *v;
-  const char *text;
-  int64_t i;
-  gpuplan_alloc_conf_parse(ctx, NULL, GPUPLAN_TORCH_LATEST, c);
-  gpuplan__clear(ctx);
-  if (!set) return GPUPLAN_OK;
-  /* Present fields of a type torch never writes are the file's error,
-   * named (review 2026-12-02: were ignored without a word). */
-  if (set->type != GPUPLAN__PV_DICT)
-    return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: allocator_settings is not a dict");
-  v = sv->text;
-  if (v && v->type != GPUPLAN__PV_STR && v->type != GPUPLAN__PV_NONE)
-    return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: allocator_settings.PYTORCH_CUDA_ALLOC_CONF is not a str");
-  v = sv->expandable;
-  if (v && v->type != GPUPLAN__PV_BOOL && v->type != GPUPLAN__PV_INT)
-    return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: allocator_settings.expandable_segments is not a bool");
-  v = sv->roundup;
-  if (v && v->type != GPUPLAN__PV_DICT && v->type != GPUPLAN__PV_NONE)
-    return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                          "snapshot: allocator_settings.roundup_power2_divisions is not a dict of sizes in MB to "
-                          "divisions");
-  /* The settings' text first (PyTorch records PYTORCH_CUDA_ALLOC_CONF as
-   * the run had it): the keys the dict has no field for
-   * (max_non_split_rounding_mb, large_segment_size_mb, ...) are only
-   * there.  Text the model does not take is said, not fatal: the fields
-   * below still hold the main settings. */
-  text = gpuplan__pv_str(sv->text);
-  if (text && *text) {
-    gpuplan_alloc_conf t;
-    if (gpuplan_alloc_conf_parse(ctx, text, GPUPLAN_TORCH_LATEST, &t) == GPUPLAN_OK) {
-      *c = t;
-    } else {
-      char why[GPUPLAN_ERRMSG_MAX];
-      snprintf(why, sizeof why, "%s", gpuplan_errmsg(ctx));
-      if (!(*unread = gpuplan__strdup(ctx, why))) return gpuplan__nomem(ctx);
-    }
-    gpuplan__clear(ctx);
-  }
-  if (gpuplan__pv_int(sv->max_split, &i) == 0 && i != -1) {
-    if (i < 0) /* (a pickled 2^63 or more reads as a negative int64: neither is a size) */
-      return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                            "snapshot: allocator_settings.max_split_size is neither -1 (unlimited) nor a size in "
-                            "bytes (%lld as a signed 64-bit integer, %llu unsigned); PyTorch writes -1 or at least "
-                            "20 MiB", (long long)i, (unsigned long long)i);
-    if (i < (int64_t)(20 << 20))
-      return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                            "snapshot: allocator_settings.max_split_size is %lld bytes; PyTorch takes -1 "
-                            "(unlimited) or at least 20 MiB (max_split_size_mb >= 20)", (long long)i);
-    c->max_split_size = (uint64_t)i;
-  }
-  v = sv->gc;
-  if (v && v->type != GPUPLAN__PV_NONE) {
-    double t;
-    if (v->type == GPUPLAN__PV_FLOAT) t = v->u.f;
-    else if (gpuplan__pv_int(v, &i) == 0) t = (double)i; /* (a hand-made file's 0) */
-    else
-      return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                            "snapshot: allocator_settings.garbage_collection_threshold is not a number");
-    if (!(t >= 0 && t < 1))
-      return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                            "snapshot: allocator_settings.garbage_collection_threshold is %g; it lies in [0, 1)", t);
-    c->garbage_collection_threshold = t;
-  }
-  if (gpuplan__pv_int(sv->expandable, &i) == 0)
-    c->expandable_segments = i != 0;
-  v = sv->roundup;
-  if (v && v->type == GPUPLAN__PV_DICT) {
-    size_t k;
-    for (k = 0; k < v->u.dict.n; k++) {
-      const char *key = gpuplan__pv_str(v->u.dict.keys[k]);
-      int64_t d;
-      const char *q = key;
-      uint64_t mb = 0;
-      int idx = 0, ok = key && *key >= '1' && *key <= '9';
-      /* PyTorch writes each interval's size in MB, a power of two, as text
-       * ("1" to "32768": read here, not with strtoull, 16 times a load) */
-      for (; ok && *q; q++) {
-        if (*q < '0' || *q > '9' || mb > (UINT64_MAX - 9) / 10) ok = 0;
-        else mb = mb * 10 + (uint64_t)(*q - '0');
-      }
-      if (!ok || (mb & (mb - 1)))
-        return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                              "snapshot: allocator_settings.roundup_power2_divisions: key '%.24s' is not a "
-                              "power-of-two size in MB", key ? key : "(not a str)");
-      if (gpuplan__pv_int(v->u.dict.vals[k], &d) != 0 || d < 0 || d > (1 << 30) || (d & (d - 1)))
-        return gpuplan__error(ctx, GPUPLAN_EINVAL,
-                              "snapshot: allocator_settings.roundup_power2_divisions['%.20s'] is not 0 or a power of "
-                              "two up to 2^30", key);
-      while (mb > 1 && idx < 15) {
-        mb >>= 1;
-        idx++;
-      }
-      c->roundup_divisions[idx] = (unsigned)d;
-    }
-  }
-  return GPUPLAN_OK;
-}
-
 /* --- the fields of many dicts ------------------------------------------------ */
 
 /* Picklers write a key once and refer to it after (the memo), so the keys
@@ -306,6 +177,113 @@ static void fields_get(fields *f, const gpuplan__pv *d, const gpuplan__pv **v) {
     }
     if (at >= 0) v[at] = d->u.dict.vals[j];
   }
+}
+
+/* The fields of allocator_settings that conf_from_settings and convert
+ * read, found by fields_get in one pass over the dict (five
+ * gpuplan__pv_get a field were a tenth of a 33-event snapshot's
+ * settings). */
+enum { ST_TEXT, ST_EXPANDABLE, ST_ROUNDUP, ST_MAX_SPLIT, ST_GC };
+static const char *const settings_fields[] = {"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments",
+                                              "roundup_power2_divisions", "max_split_size",
+                                              "garbage_collection_threshold", NULL};
+
+/* The file's allocator_settings onto a conf; a value PyTorch itself would
+ * refuse is an error naming the field (review L6). */
+static int conf_from_settings(gpuplan_ctx *ctx, const gpuplan__pv *set, const gpuplan__pv *const *sv,
+                              gpuplan_alloc_conf *c, char **unread) {
+  const gpuplan__pv *v;
+  const char *text;
+  int64_t i;
+  gpuplan_alloc_conf_parse(ctx, NULL, GPUPLAN_TORCH_LATEST, c);
+  gpuplan__clear(ctx);
+  if (!set) return GPUPLAN_OK;
+  /* Present fields of a type torch never writes are the file's error,
+   * named (review 2026-12-02: were ignored without a word). */
+  if (set->type != GPUPLAN__PV_DICT)
+    return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: allocator_settings is not a dict");
+  v = sv[ST_TEXT];
+  if (v && v->type != GPUPLAN__PV_STR && v->type != GPUPLAN__PV_NONE)
+    return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: allocator_settings.PYTORCH_CUDA_ALLOC_CONF is not a str");
+  v = sv[ST_EXPANDABLE];
+  if (v && v->type != GPUPLAN__PV_BOOL && v->type != GPUPLAN__PV_INT)
+    return gpuplan__error(ctx, GPUPLAN_EINVAL, "snapshot: allocator_settings.expandable_segments is not a bool");
+  v = sv[ST_ROUNDUP];
+  if (v && v->type != GPUPLAN__PV_DICT && v->type != GPUPLAN__PV_NONE)
+    return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                          "snapshot: allocator_settings.roundup_power2_divisions is not a dict of sizes in MB to "
+                          "divisions");
+  /* The settings' text first (PyTorch records PYTORCH_CUDA_ALLOC_CONF as
+   * the run had it): the keys the dict has no field for
+   * (max_non_split_rounding_mb, large_segment_size_mb, ...) are only
+   * there.  Text the model does not take is said, not fatal: the fields
+   * below still hold the main settings. */
+  text = gpuplan__pv_str(sv[ST_TEXT]);
+  if (text && *text) {
+    gpuplan_alloc_conf t;
+    if (gpuplan_alloc_conf_parse(ctx, text, GPUPLAN_TORCH_LATEST, &t) == GPUPLAN_OK) {
+      *c = t;
+    } else {
+      char why[GPUPLAN_ERRMSG_MAX];
+      snprintf(why, sizeof why, "%s", gpuplan_errmsg(ctx));
+      if (!(*unread = gpuplan__strdup(ctx, why))) return gpuplan__nomem(ctx);
+    }
+    gpuplan__clear(ctx);
+  }
+  if (gpuplan__pv_int(sv[ST_MAX_SPLIT], &i) == 0 && i != -1) {
+    if (i < 0) /* (a pickled 2^63 or more reads as a negative int64: neither is a size) */
+      return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                            "snapshot: allocator_settings.max_split_size is neither -1 (unlimited) nor a size in "
+                            "bytes (%lld as a signed 64-bit integer, %llu unsigned); PyTorch writes -1 or at least "
+                            "20 MiB", (long long)i, (unsigned long long)i);
+    if (i < (int64_t)(20 << 20))
+      return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                            "snapshot: allocator_settings.max_split_size is %lld bytes; PyTorch takes -1 "
+                            "(unlimited) or at least 20 MiB (max_split_size_mb >= 20)", (long long)i);
+    c->max_split_size = (uint64_t)i;
+  }
+  v = sv[ST_GC];
+  if (v && v->type != GPUPLAN__PV_NONE) {
+    double t;
+    if (v->type == GPUPLAN__PV_FLOAT) t = v->u.f;
+    else if (gpuplan__pv_int(v, &i) == 0) t = (double)i; /* (a hand-made file's 0) */
+    else
+      return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                            "snapshot: allocator_settings.garbage_collection_threshold is not a number");
+    if (!(t >= 0 && t < 1))
+      return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                            "snapshot: allocator_settings.garbage_collection_threshold is %g; it lies in [0, 1)", t);
+    c->garbage_collection_threshold = t;
+  }
+  if (gpuplan__pv_int(sv[ST_EXPANDABLE], &i) == 0)
+    c->expandable_segments = i != 0;
+  v = sv[ST_ROUNDUP];
+  if (v && v->type == GPUPLAN__PV_DICT) {
+    size_t k;
+    for (k = 0; k < v->u.dict.n; k++) {
+      const char *key = gpuplan__pv_str(v->u.dict.keys[k]);
+      int64_t d;
+      const char *q = key;
+      uint64_t mb = 0;
+      int ok = key && *key >= '1' && *key <= '9';
+      /* PyTorch writes each interval's size in MB, a power of two, as text
+       * ("1" to "32768": read here, not with strtoull, 16 times a load) */
+      for (; ok && *q; q++) {
+        if (*q < '0' || *q > '9' || mb > (UINT64_MAX - 9) / 10) ok = 0;
+        else mb = mb * 10 + (uint64_t)(*q - '0');
+      }
+      if (!ok || (mb & (mb - 1)))
+        return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                              "snapshot: allocator_settings.roundup_power2_divisions: key '%.24s' is not a "
+                              "power-of-two size in MB", key ? key : "(not a str)");
+      if (gpuplan__pv_int(v->u.dict.vals[k], &d) != 0 || d < 0 || d > (1 << 30) || (d & (d - 1)))
+        return gpuplan__error(ctx, GPUPLAN_EINVAL,
+                              "snapshot: allocator_settings.roundup_power2_divisions['%.20s'] is not 0 or a power of "
+                              "two up to 2^30", key);
+      c->roundup_divisions[gpuplan__roundup_interval(mb)] = (unsigned)d;
+    }
+  }
+  return GPUPLAN_OK;
 }
 
 /* An integer field (a value fields_get found) as a size: non-negative, or the file's error naming it. */
@@ -418,11 +396,13 @@ static int convert(gpuplan_ctx *ctx, const gpuplan__pv *root, int device, size_t
   }
   {
     const gpuplan__pv *set = list_format ? NULL : gpuplan__pv_get(root, "allocator_settings");
-    settings_view sv;
+    const gpuplan__pv *sv[FIELDS_MAX];
+    fields stf;
     const char *text;
-    settings_view_of(set, &sv);
-    GPUPLAN_TRY(conf_from_settings(ctx, set, &sv, &s->conf, &s->conf_unread));
-    text = gpuplan__pv_str(sv.text);
+    fields_init(&stf, settings_fields);
+    fields_get(&stf, set, sv);
+    GPUPLAN_TRY(conf_from_settings(ctx, set, sv, &s->conf, &s->conf_unread));
+    text = gpuplan__pv_str(sv[ST_TEXT]);
     s->facts.has_settings = set && set->type == GPUPLAN__PV_DICT;
     if (text && *text) {
       if (!(s->recorded_conf = gpuplan__strdup(ctx, text))) return gpuplan__nomem(ctx);
